@@ -1,0 +1,83 @@
+package io.deltareplay.test
+
+import java.io.File
+import java.nio.file.Files
+
+import org.apache.spark.sql.SparkSession
+import org.scalatest.{BeforeAndAfterAll, Suite}
+
+/** Session settings every suite uses: delta-spark's extension and catalog plus ours. */
+object SparkSessions {
+  val extensions = "io.delta.sql.DeltaSparkSessionExtension,io.deltareplay.DeltaReplayExtension"
+
+  def builder(master: String): SparkSession.Builder =
+    SparkSession
+      .builder()
+      .master(master)
+      .appName("delta-replay-tests")
+      .config("spark.ui.enabled", "false")
+      .config("spark.ui.showConsoleProgress", "false")
+      .config("spark.sql.shuffle.partitions", "4")
+      .config("spark.default.parallelism", "4")
+      .config("spark.sql.session.timeZone", "UTC")
+      .config("spark.driver.host", "127.0.0.1")
+      .config("spark.sql.extensions", extensions)
+      .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+      .config("spark.databricks.delta.snapshotPartitions", "2")
+      .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
+
+  /** The classpath local-cluster executors need: set by build.sbt. */
+  def executorClasspath: String =
+    sys.props.getOrElse(
+      "deltareplay.test.executorClasspath",
+      throw new IllegalStateException(
+        "deltareplay.test.executorClasspath is not set: run the suite through sbt (build.sbt sets it)"
+      )
+    )
+}
+
+/** One local[2] SparkSession shared by every suite of the test JVM. */
+trait SharedSparkSession extends BeforeAndAfterAll { self: Suite =>
+  protected def spark: SparkSession = SharedSparkSession.session
+
+  protected def withTempDir[T](f: File => T): T = {
+    val dir = Files.createTempDirectory("delta-replay-test").toFile
+    try f(dir)
+    finally org.apache.commons.io.FileUtils.deleteQuietly(dir)
+  }
+}
+
+object SharedSparkSession {
+  lazy val session: SparkSession = {
+    val s = SparkSessions.builder("local[2]").getOrCreate()
+    s.sparkContext.setLogLevel("ERROR")
+    s
+  }
+}
+
+/**
+ * A SparkSession on `local-cluster[2,1,1024]`: two executors in their own JVMs, launched from
+ * SPARK_HOME (the pyspark installation) with this build's classes on their classpath. Suites
+ * using it must be named `*ClusterSuite` so that build.sbt forks each into its own JVM.
+ */
+trait LocalClusterSparkSession extends SharedSparkSession { self: Suite =>
+  @volatile private var clusterSession: SparkSession = _
+
+  override protected def spark: SparkSession = clusterSession
+
+  override protected def beforeAll(): Unit = {
+    super.beforeAll()
+    require(sys.env.contains("SPARK_HOME"), "SPARK_HOME must point at the pyspark installation")
+    clusterSession = SparkSessions
+      .builder("local-cluster[2,1,1024]")
+      .config("spark.executor.extraClassPath", SparkSessions.executorClasspath)
+      .config("spark.executor.memory", "1024m")
+      .getOrCreate()
+    clusterSession.sparkContext.setLogLevel("ERROR")
+  }
+
+  override protected def afterAll(): Unit = {
+    try if (clusterSession != null) clusterSession.stop()
+    finally super.afterAll()
+  }
+}

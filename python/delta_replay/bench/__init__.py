@@ -1,0 +1,1 @@
+"""Benchmarks: each module registers its ``delta-replay bench`` commands."""

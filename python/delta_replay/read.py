@@ -1,0 +1,74 @@
+"""Read helpers: read a Delta table through a chosen reader and get replay metrics."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ._jvm import has_class, jdataframe, jvm
+
+Reader = Literal["delta-replay", "delta"]
+
+_API_CLASS = "io.deltareplay.DeltaReplay"
+
+
+def connector_available(spark: SparkSession) -> bool:
+    """Whether the delta-replay connector is loaded in ``spark``."""
+    return has_class(spark, _API_CLASS)
+
+
+def read(
+    spark: SparkSession,
+    path: str,
+    *,
+    reader: Reader = "delta-replay",
+    version: int | None = None,
+    timestamp: str | None = None,
+    options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """Read the Delta table at ``path``.
+
+    ``reader="delta-replay"`` reads through the connector (format
+    ``delta-replay``); ``reader="delta"`` reads through delta-spark's own V1
+    reader even when the routing extension is on (routing is switched off for
+    that read).
+    """
+    if version is not None and timestamp is not None:
+        raise ValueError("give version or timestamp, not both")
+    opts: dict[str, str] = dict(options or {})
+    if version is not None:
+        opts["versionAsOf"] = str(version)
+    if timestamp is not None:
+        opts["timestampAsOf"] = timestamp
+    if reader == "delta-replay":
+        if not connector_available(spark):
+            raise RuntimeError(
+                "the delta-replay connector is not loaded in this session: "
+                "configure it with delta_replay.configure(builder)"
+            )
+        return spark.read.format("delta-replay").options(**opts).load(path)
+    if reader == "delta":
+        opts["deltareplay.route"] = "false"
+        return spark.read.format("delta").options(**opts).load(path)
+    raise ValueError(f"unknown reader {reader!r}: use 'delta-replay' or 'delta'")
+
+
+def scan_metrics(df: DataFrame) -> list[dict[str, Any]]:
+    """What replay and skipping did for each delta-replay scan in ``df``'s plan.
+
+    Plans the query if it was not planned yet (no job runs for the data).
+    Each entry has: table, version, replayMode, actionsReplayed, liveFiles,
+    filesAfterPartitionPruning, filesAfterSkipping, replayMillis, planMillis,
+    replayTasks.
+    """
+    spark = df.sparkSession
+    if not connector_available(spark):
+        return []
+    text = jvm(spark).io.deltareplay.DeltaReplay.scanMetricsJson(jdataframe(df))
+    return list(json.loads(text))
+
+
+__all__ = ["Reader", "connector_available", "read", "scan_metrics"]

@@ -1,0 +1,132 @@
+"""Configure a SparkSession for delta-spark plus the delta-replay connector."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from ._versions import CONNECTOR_ARTIFACT, DELTA_MAVEN
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+REPLAY_EXTENSION = "io.deltareplay.DeltaReplayExtension"
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def connector_jar() -> Path | None:
+    """Where the connector jar is, or None.
+
+    Looked up in this order: ``$DELTA_REPLAY_JAR``; the jar shipped inside the
+    package (``delta_replay/jars``); the sbt output of a source checkout.
+    """
+    env = os.environ.get("DELTA_REPLAY_JAR")
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise FileNotFoundError(f"DELTA_REPLAY_JAR={env} is not a file")
+        return path
+    candidates = sorted(glob.glob(str(_PACKAGE_DIR / "jars" / f"{CONNECTOR_ARTIFACT}-*.jar")))
+    repo_target = _PACKAGE_DIR.parent.parent / "connector" / "target" / "scala-2.13"
+    candidates += sorted(glob.glob(str(repo_target / f"{CONNECTOR_ARTIFACT}-*.jar")))
+    candidates = [c for c in candidates if not c.endswith(("-sources.jar", "-javadoc.jar"))]
+    return Path(candidates[0]) if candidates else None
+
+
+def configure(
+    builder: SparkSession.Builder,
+    *,
+    connector: bool = True,
+    routing: bool = True,
+    extra_packages: Iterable[str] = (),
+    ivy_dir: str | os.PathLike[str] | None = None,
+) -> SparkSession.Builder:
+    """Return ``builder`` set up for Delta reads through delta-replay.
+
+    Adds the delta-spark Maven package (plus ``extra_packages``), delta-spark's
+    SQL extension and catalog, and, when ``connector`` is true, the connector
+    jar and (with ``routing``) ``io.deltareplay.DeltaReplayExtension`` so that
+    ``spark.read.format("delta")`` reads through the connector. Writes stay
+    with delta-spark.
+
+    Raises FileNotFoundError when ``connector`` is true and no jar is found;
+    pass ``connector=False`` for a plain delta-spark session.
+
+    Example::
+
+        from pyspark.sql import SparkSession
+        import delta_replay
+        spark = delta_replay.configure(SparkSession.builder.master("local[2]")).getOrCreate()
+        spark.read.format("delta").load("/tmp/t").show()
+    """
+    packages = [DELTA_MAVEN, *extra_packages]
+    extensions = [DELTA_EXTENSION]
+    if connector:
+        jar = connector_jar()
+        if jar is None:
+            raise FileNotFoundError(
+                "delta-replay connector jar not found: build it with `./dev build` "
+                "(it is copied into python/delta_replay/jars), set DELTA_REPLAY_JAR, "
+                "or call configure(..., connector=False) for plain delta-spark"
+            )
+        builder = builder.config("spark.jars", str(jar))
+        if routing:
+            extensions.append(REPLAY_EXTENSION)
+    builder = (
+        builder.config("spark.jars.packages", ",".join(packages))
+        .config("spark.sql.extensions", ",".join(extensions))
+        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+    )
+    ivy = ivy_dir or os.environ.get("DELTA_REPLAY_IVY")
+    if ivy:
+        builder = builder.config("spark.jars.ivy", str(Path(ivy).resolve()))
+    return builder
+
+
+def local_session(
+    app_name: str = "delta-replay",
+    *,
+    master: str = "local[2]",
+    conf: Mapping[str, str] | None = None,
+    connector: bool | None = None,
+    routing: bool = True,
+    extra_packages: Iterable[str] = (),
+    driver_memory: str = "2g",
+) -> SparkSession:
+    """A local SparkSession with the defaults the tools and tests use.
+
+    UI off, 4 shuffle partitions. ``connector=None`` means "use the connector
+    when its jar is present".
+    """
+    use_connector = connector_jar() is not None if connector is None else connector
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    builder = configure(
+        builder, connector=use_connector, routing=routing, extra_packages=extra_packages
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+__all__ = [
+    "DELTA_CATALOG",
+    "DELTA_EXTENSION",
+    "REPLAY_EXTENSION",
+    "configure",
+    "connector_jar",
+    "local_session",
+]

@@ -1,0 +1,1 @@
+"""Workload drivers: each module registers its ``delta-replay demo``/``bench`` commands."""
