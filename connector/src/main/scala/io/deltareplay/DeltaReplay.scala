@@ -1,0 +1,36 @@
+package io.deltareplay
+
+import io.deltareplay.internal.DeltaReplayScan
+import org.apache.spark.sql.Dataset
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
+import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
+
+/**
+ * Entry points for tools and for Python (through py4j).
+ *
+ * {{{
+ *   val df = spark.read.format("delta").load("/data/events").where("day = '2024-01-01'")
+ *   println(DeltaReplay.scanMetricsJson(df))
+ * }}}
+ */
+object DeltaReplay {
+
+  /**
+   * What replay and skipping did for each delta-replay scan in the plan of `df`, as a JSON
+   * array. Plans the query (replay and file skipping run; no data is read).
+   */
+  def scanMetricsJson(df: Dataset[_]): String =
+    scans(df.queryExecution.executedPlan).map(_.metrics.toJson).mkString("[", ",", "]")
+
+  private def scans(plan: SparkPlan): Seq[DeltaReplayScan] = plan match {
+    case a: AdaptiveSparkPlanExec => scans(a.executedPlan)
+    case q: QueryStageExec => scans(q.plan)
+    case b: BatchScanExec =>
+      b.scan match {
+        case s: DeltaReplayScan => Seq(s)
+        case _ => Nil
+      }
+    case other => other.children.flatMap(scans) ++ other.subqueries.flatMap(scans)
+  }
+}

@@ -1,0 +1,24 @@
+package io.deltareplay
+
+import io.deltareplay.internal.{RouteDeltaReads, TagDeltaReadOptions}
+import org.apache.spark.sql.SparkSessionExtensions
+
+/**
+ * Session extension that routes delta-spark batch reads through this connector.
+ *
+ * {{{
+ *   spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension,io.deltareplay.DeltaReplayExtension
+ * }}}
+ *
+ * The rewrite runs when a query is about to be optimized (a plan normalization rule), so the
+ * analyzed plan still holds delta-spark's relation: `DeltaTable.merge/update/delete`, which take
+ * their target from the analyzed plan, and delta-spark's own scans inside MERGE, UPDATE,
+ * DELETE and OPTIMIZE stay with delta-spark. Turn routing off with
+ * `spark.deltareplay.enabled=false`, or for one read with option `deltareplay.route=false`.
+ */
+class DeltaReplayExtension extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    extensions.injectHintResolutionRule(spark => TagDeltaReadOptions(spark))
+    extensions.injectPlanNormalizationRule(spark => RouteDeltaReads(spark))
+  }
+}

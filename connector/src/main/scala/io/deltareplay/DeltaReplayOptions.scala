@@ -1,0 +1,78 @@
+package io.deltareplay
+
+/**
+ * Read options and session configuration keys of the delta-replay connector.
+ *
+ * Per-read options (`spark.read.format("delta-replay").option(...)`) override session keys
+ * (`spark.conf.set("spark.deltareplay....", ...)`), which override the defaults below. Every key
+ * is documented in `docs/configuration.md`.
+ *
+ * {{{
+ *   spark.conf.set(DeltaReplayOptions.ReplayModeKey, "distributed")
+ *   spark.read.format("delta-replay").option("versionAsOf", "12").load("/data/events")
+ * }}}
+ */
+object DeltaReplayOptions {
+  val SessionPrefix = "spark.deltareplay."
+
+  // --- time travel (read options, as delta-spark names them)
+  val VersionAsOf = "versionAsOf"
+  val TimestampAsOf = "timestampAsOf"
+
+  // --- replay (session keys; also accepted as read options without the prefix)
+  /** `auto` (default), `local` (driver) or `distributed` (Spark job on the executors). */
+  val ReplayMode = "replay.mode"
+
+  /** In `auto` mode, logs with more than this many bytes of checkpoint + commits go distributed. */
+  val DistributedThresholdBytes = "replay.distributedThresholdBytes"
+
+  /** Partitions of the replay shuffle in distributed mode (0 = Spark's shuffle partitions). */
+  val ReplayPartitions = "replay.partitions"
+
+  /**
+   * Distributed mode: the commits after the checkpoint are reconciled on the driver and the
+   * checkpoint is filtered map-side (no shuffle) when they hold at most this many bytes;
+   * otherwise the keyed window replay runs over everything.
+   */
+  val TailFastPathMaxBytes = "replay.tailFastPathMaxBytes"
+
+  /** Whether min/max/nullCount statistics skip files (default true). */
+  val DataSkipping = "skipping.enabled"
+
+  // --- routing (session key)
+  /** Whether `format("delta")` reads are routed through this connector (default true). */
+  val Enabled = "enabled"
+
+  /** Read option that keeps one `format("delta")` read on delta-spark (value `false`). */
+  val RouteOption = "deltareplay.route"
+
+  val ReplayModeKey: String = SessionPrefix + ReplayMode
+  val DistributedThresholdBytesKey: String = SessionPrefix + DistributedThresholdBytes
+  val ReplayPartitionsKey: String = SessionPrefix + ReplayPartitions
+  val TailFastPathMaxBytesKey: String = SessionPrefix + TailFastPathMaxBytes
+  val DataSkippingKey: String = SessionPrefix + DataSkipping
+  val EnabledKey: String = SessionPrefix + Enabled
+
+  /** Defaults, by key without prefix. */
+  val Defaults: Map[String, String] = Map(
+    ReplayMode -> "auto",
+    DistributedThresholdBytes -> (16L * 1024 * 1024).toString,
+    ReplayPartitions -> "0",
+    TailFastPathMaxBytes -> (64L * 1024 * 1024).toString,
+    DataSkipping -> "true",
+    Enabled -> "true"
+  )
+
+  /** Read options this connector understands; any other option sends a routed read to delta-spark. */
+  val KnownReadOptions: Set[String] = Set(
+    VersionAsOf,
+    TimestampAsOf,
+    ReplayMode,
+    DistributedThresholdBytes,
+    ReplayPartitions,
+    TailFastPathMaxBytes,
+    DataSkipping,
+    "path",
+    "paths"
+  ).map(_.toLowerCase)
+}

@@ -1,0 +1,65 @@
+package io.deltareplay
+
+import java.util
+
+import scala.jdk.CollectionConverters._
+
+import io.deltareplay.internal.{DeltaReplayTable, Errors, TableSnapshot}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
+import org.apache.spark.sql.connector.expressions.Transform
+import org.apache.spark.sql.sources.DataSourceRegister
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+/**
+ * The `delta-replay` data source: reads Delta tables with distributed log replay.
+ *
+ * {{{
+ *   spark.read.format("delta-replay").load("/data/events")
+ *   spark.read.format("delta-replay").option("versionAsOf", 3).load("/data/events")
+ * }}}
+ *
+ * With [[DeltaReplayExtension]] in `spark.sql.extensions`, plain `format("delta")` reads go
+ * through it as well.
+ */
+class DeltaReplaySource extends TableProvider with DataSourceRegister {
+  @volatile private var loaded: Option[(Map[String, String], TableSnapshot)] = None
+
+  override def shortName(): String = "delta-replay"
+
+  override def inferSchema(options: CaseInsensitiveStringMap): StructType =
+    snapshot(options.asScala.toMap).schema
+
+  override def getTable(
+      schema: StructType,
+      partitioning: Array[Transform],
+      properties: util.Map[String, String]
+  ): Table = {
+    val options = properties.asScala.toMap
+    new DeltaReplayTable(SparkSession.active, snapshot(options), options)
+  }
+
+  override def supportsExternalMetadata(): Boolean = false
+
+  /** Loads the snapshot once per read (Spark asks for the schema, then for the table). */
+  private def snapshot(options: Map[String, String]): TableSnapshot = synchronized {
+    loaded match {
+      case Some((o, s)) if o == options => s
+      case _ =>
+        val ci = new CaseInsensitiveStringMap(options.asJava)
+        val path = Option(ci.get("path")).getOrElse(throw Errors.noPath())
+        val version = Option(ci.get(DeltaReplayOptions.VersionAsOf)).map { v =>
+          try v.trim.toLong
+          catch {
+            case _: NumberFormatException =>
+              throw Errors.badOption(DeltaReplayOptions.VersionAsOf, v, "a version number")
+          }
+        }
+        val timestamp = Option(ci.get(DeltaReplayOptions.TimestampAsOf))
+        val s = TableSnapshot.load(SparkSession.active, path, version, timestamp)
+        loaded = Some(options -> s)
+        s
+    }
+  }
+}

@@ -1,0 +1,161 @@
+package io.deltareplay.internal
+
+import java.sql.Timestamp
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.catalog.CatalogTable
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.delta.{DeltaColumnMapping, DeltaColumnMappingMode, DeltaLog, NoMapping}
+import org.apache.spark.sql.delta.catalog.DeltaTableV2
+import org.apache.spark.sql.delta.actions.{Action, DeletionVectorDescriptor, Metadata, Protocol}
+import org.apache.spark.sql.delta.deletionvectors.StoredBitmap
+import org.apache.spark.sql.delta.files.TahoeLogFileIndex
+import org.apache.spark.sql.delta.storage.dv.HadoopFileSystemDVStore
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.types.StructType
+
+/**
+ * Everything the connector takes from delta-spark's internal (non-public) API, in one file, so a
+ * Delta upgrade touches one place. Reused from delta-spark: the protocol/metadata action model
+ * and its JSON parsing, column-mapping schema translation, deletion-vector loading (inline and
+ * on-disk), timestamp-to-version resolution, and the shape of delta-spark's analyzed read plan.
+ */
+private[deltareplay] object DeltaAdapter {
+
+  /** The parsed protocol and metadata of one table version. */
+  final case class TableMeta(protocol: Protocol, metadata: Metadata) {
+    def tableId: String = metadata.id
+    def schema: StructType = metadata.schema
+    def partitionColumns: Seq[String] = metadata.partitionColumns
+    def partitionSchema: StructType = metadata.partitionSchema
+    def dataSchema: StructType = metadata.dataSchema
+    def configuration: Map[String, String] = metadata.configuration
+    def columnMappingMode: DeltaColumnMappingMode = metadata.columnMappingMode
+    def columnMappingName: String = columnMappingMode.name
+    def usesColumnMapping: Boolean = columnMappingMode != NoMapping
+    def minReaderVersion: Int = protocol.minReaderVersion
+    def readerFeatures: Set[String] = protocol.readerFeatures.getOrElse(Set.empty)
+    def protocolJson: String = protocol.json
+    def metadataJson: String = metadata.json
+
+    /** The physical (Parquet) schema for a logical schema of this table's columns. */
+    def physicalSchema(logical: StructType): StructType =
+      if (!usesColumnMapping) logical
+      else DeltaColumnMapping.createPhysicalSchema(logical, schema, columnMappingMode)
+
+    /** The physical name of a top-level column (the key of partitionValues and stats). */
+    def physicalName(column: String): String =
+      if (!usesColumnMapping) column
+      else DeltaColumnMapping.getPhysicalName(schema(column))
+  }
+
+  /** A protocol or metaData action out of one JSON log line, if the line holds one. */
+  sealed trait ProtocolOrMetadata
+  final case class ProtocolAction(protocol: Protocol) extends ProtocolOrMetadata
+  final case class MetadataAction(metadata: Metadata) extends ProtocolOrMetadata
+
+  def parseProtocolOrMetadata(line: String): Option[ProtocolOrMetadata] =
+    Action.fromJson(line) match {
+      case p: Protocol => Some(ProtocolAction(p))
+      case m: Metadata => Some(MetadataAction(m))
+      case _ => None
+    }
+
+  /** Reader features this connector implements. */
+  val SupportedReaderFeatures: Set[String] = Set(
+    "columnMapping",
+    "deletionVectors",
+    "timestampNtz",
+    "v2Checkpoint",
+    "vacuumProtocolCheck",
+    "typeWidening",
+    "typeWidening-preview",
+    "variantType",
+    "variantType-preview"
+  )
+
+  /** Fails naming the features when the table needs a reader feature we lack. */
+  def checkReadable(table: String, meta: TableMeta): Unit = {
+    if (meta.minReaderVersion > 3) throw Errors.unsupportedReaderVersion(table, meta.minReaderVersion)
+    val unsupported = meta.readerFeatures -- SupportedReaderFeatures
+    if (unsupported.nonEmpty) throw Errors.unsupportedReaderFeatures(table, unsupported)
+  }
+
+  /** Loads a deletion vector (inline or from its file) as a set of deleted row indexes. */
+  def loadDeletionVector(
+      dv: DvDescriptor,
+      tablePath: Path,
+      hadoopConf: Configuration
+  ): Long => Boolean = {
+    val descriptor = DeletionVectorDescriptor(
+      storageType = dv.storageType,
+      pathOrInlineDv = dv.pathOrInlineDv,
+      offset = dv.offset,
+      sizeInBytes = dv.sizeInBytes,
+      cardinality = dv.cardinality
+    )
+    val bitmap = StoredBitmap.create(descriptor, tablePath).load(new HadoopFileSystemDVStore(hadoopConf))
+    (row: Long) => bitmap.contains(row)
+  }
+
+  /** The version active at `timestamp`, resolved by delta-spark's history manager. */
+  def versionAtTimestamp(spark: SparkSession, tablePath: Path, timestamp: Timestamp): Long =
+    DeltaLog
+      .forTable(spark, tablePath)
+      .history
+      .getActiveCommitAtTime(
+        timestamp,
+        catalogTableOpt = None,
+        canReturnLastCommit = false,
+        mustBeRecreatable = true,
+        canReturnEarliestCommit = false
+      )
+      .version
+
+  /** Whether `plan` is delta-spark's unconverted DSv2 relation of a read. */
+  def isDeltaV2Relation(plan: LogicalPlan): Boolean = plan match {
+    case r: DataSourceV2Relation => r.table.isInstanceOf[DeltaTableV2]
+    case _ => false
+  }
+
+  /** A delta-spark batch read of a whole table, as the analyzer leaves it. */
+  final case class DeltaRead(
+      tablePath: Path,
+      version: Long,
+      isTimeTravel: Boolean,
+      catalogTable: Option[CatalogTable],
+      options: Map[String, String],
+      schema: StructType
+  )
+
+  /**
+   * Recognises the relation delta-spark plans for a user's read (`TahoeLogFileIndex`, no
+   * partition filters folded in). Delta's own scans inside MERGE/UPDATE/DELETE/OPTIMIZE use
+   * other file indexes and are never matched.
+   */
+  def deltaRead(plan: LogicalPlan): Option[DeltaRead] = plan match {
+    case LogicalRelation(fs: HadoopFsRelation, _, catalogTable, false, None) =>
+      fs.location match {
+        case index: TahoeLogFileIndex if index.partitionFilters.isEmpty =>
+          try
+            Some(
+              DeltaRead(
+                tablePath = index.path,
+                version = index.snapshotAtAnalysis.version,
+                isTimeTravel = index.isTimeTravelQuery,
+                catalogTable = catalogTable.orElse(index.catalogTableOpt),
+                options = fs.options,
+                schema = fs.schema
+              )
+            )
+          catch { case NonFatal(_) => None }
+        case _ => None
+      }
+    case _ => None
+  }
+}

@@ -1,0 +1,102 @@
+package io.deltareplay.internal
+
+import java.io.FileNotFoundException
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * Reads the files of a [[DeltaInputPartition]] with Spark's own Parquet reader, dropping the rows
+ * a file's deletion vector marks as deleted. Small and serializable; does no planning.
+ *
+ * @param rowIndexOrdinal  position of the Parquet row index in the reader's rows, or -1 when
+ *                         no file of the scan has a deletion vector
+ * @param parquetOutput    the reader's row schema (data columns, row index, partition columns)
+ */
+private[deltareplay] case class DeltaReaderFactory(
+    parquet: ParquetPartitionReaderFactory,
+    table: String,
+    version: Long,
+    tablePath: String,
+    conf: Broadcast[SerializableConfiguration],
+    rowIndexOrdinal: Int,
+    parquetOutput: StructType,
+    columnar: Boolean
+) extends PartitionReaderFactory {
+
+  override def supportColumnarReads(partition: InputPartition): Boolean = columnar
+
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+    val p = partition.asInstanceOf[DeltaInputPartition]
+    new ChainedReader[InternalRow](p.files.indices.iterator.map(i => rowReader(p.files(i), p.dvs(i))))
+  }
+
+  override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
+    val p = partition.asInstanceOf[DeltaInputPartition]
+    new ChainedReader[ColumnarBatch](p.files.iterator.map(f => guard(f)(parquet.buildColumnarReader(f))))
+  }
+
+  private def guard[T](file: PartitionedFile)(open: => PartitionReader[T]): PartitionReader[T] =
+    try open
+    catch {
+      case _: FileNotFoundException => throw Errors.missingDataFile(table, version, file.urlEncodedPath)
+    }
+
+  private def rowReader(file: PartitionedFile, dv: DvDescriptor): PartitionReader[InternalRow] = {
+    val base = guard(file)(parquet.buildReader(file))
+    if (rowIndexOrdinal < 0) base
+    else {
+      val keep = parquetOutput.indices.filter(_ != rowIndexOrdinal).map { i =>
+        BoundReference(i, parquetOutput(i).dataType, parquetOutput(i).nullable)
+      }
+      val project = UnsafeProjection.create(keep)
+      val deleted: Long => Boolean =
+        if (dv == null) _ => false
+        else DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value)
+      new PartitionReader[InternalRow] {
+        private var current: InternalRow = _
+        override def next(): Boolean = {
+          var found = false
+          while (!found && base.next()) {
+            val row = base.get()
+            if (!deleted(row.getLong(rowIndexOrdinal))) {
+              current = project(row)
+              found = true
+            }
+          }
+          found
+        }
+        override def get(): InternalRow = current
+        override def close(): Unit = base.close()
+      }
+    }
+  }
+}
+
+/** Reads one reader after another, opening each lazily and closing it when done. */
+private[deltareplay] final class ChainedReader[T](readers: Iterator[PartitionReader[T]])
+    extends PartitionReader[T] {
+  private var current: PartitionReader[T] = _
+
+  override def next(): Boolean = {
+    while (true) {
+      if (current != null && current.next()) return true
+      if (current != null) { current.close(); current = null }
+      if (!readers.hasNext) return false
+      current = readers.next()
+    }
+    false
+  }
+
+  override def get(): T = current.get()
+
+  override def close(): Unit = if (current != null) current.close()
+}

@@ -1,0 +1,206 @@
+package io.deltareplay.internal
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
+import org.apache.spark.sql.expressions.Window
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.types.StructType
+
+/**
+ * The replay rules of [[Replay]] as a Spark job on the executors.
+ *
+ * Step 1: read the checkpoint (parts or V2 sidecars) and the commits after it as one DataFrame of
+ * adds and removes, each tagged with its version. Step 2: key each row by (canonical path, DV
+ * unique id). Step 3, either
+ *   - fast path (a checkpoint and a commit tail of at most `tailFastPathMaxBytes`): reconcile the
+ *     tail on the driver, broadcast the keys it touched, and keep the checkpoint adds whose key
+ *     it did not touch (a broadcast anti join: map-side, no shuffle), plus the tail's winning
+ *     adds; or
+ *   - window path: repartition by key, keep the newest row per key (version desc, add first),
+ *     drop keys whose winner is a remove.
+ * Step 4: only the columns planning needs (stats only when asked) travel to the driver.
+ */
+private[deltareplay] class DistributedReplay(
+    spark: SparkSession,
+    segment: LogSegment,
+    conf: ReadConf,
+    needStats: Boolean
+) {
+  private val reader = new LogReader(spark, segment)
+  private val tableUri = Replay.tableUri(segment)
+
+  /** (live files, mode label, actions replayed, tasks run). */
+  def run(): (Array[LiveFile], String, Long, Int) = {
+    val useFastPath =
+      segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
+    val group = Replay.newJobGroup()
+    val sc = spark.sparkContext
+    val priorGroup = sc.getLocalProperty("spark.jobGroup.id")
+    val priorDescription = sc.getLocalProperty("spark.job.description")
+    sc.setJobGroup(group, s"delta-replay: replay ${segment.table} v${segment.version}")
+    try {
+      val (files, actions, mode) = if (useFastPath) fastPath() else windowPath()
+      val tasks = sc.statusTracker.getJobIdsForGroup(group).toSeq.flatMap { job =>
+        sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
+      }.flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks())).sum
+      (files, mode, actions, tasks)
+    } finally {
+      sc.setLocalProperty("spark.jobGroup.id", priorGroup)
+      sc.setLocalProperty("spark.job.description", priorDescription)
+    }
+  }
+
+  private def fastPath(): (Array[LiveFile], Long, String) = {
+    val tail = new LocalReplay.Reconciler(tableUri)
+    tail.applyInOrder(reader.commitActions(needStats))
+    val touched = {
+      val s = spark
+      import s.implicits._
+      tail.winners.keySet().toArray(Array.empty[(String, String)]).toSeq.toDF("key", "dvKey")
+    }
+    val checkpointAdds = keyed(checkpointActions()).where(col("isAdd"))
+    val survivors =
+      if (tail.winners.isEmpty) checkpointAdds
+      else checkpointAdds.join(broadcast(touched), Seq("key", "dvKey"), "left_anti")
+    val (collected, scanned) = collect(survivors)
+    val interner = new Replay.Interner
+    val tailLive = mutable.ArrayBuffer.empty[LiveFile]
+    tail.winners.values().forEach { a =>
+      if (a.isAdd) tailLive += a.copy(partitionValues = interner(a.partitionValues)).toLiveFile
+    }
+    (collected ++ tailLive, scanned + tail.count, "distributed (map-side filter)")
+  }
+
+  private def windowPath(): (Array[LiveFile], Long, String) = {
+    val all = keyed(checkpointActions().unionByName(commitActions()))
+    val partitions =
+      if (conf.replayPartitions > 0) conf.replayPartitions
+      else spark.sessionState.conf.numShufflePartitions
+    val newestFirst = Window.partitionBy("key", "dvKey").orderBy(desc("version"), desc("isAdd"))
+    val live = all
+      .repartition(partitions, col("key"), col("dvKey"))
+      .withColumn("_rank", row_number().over(newestFirst))
+      .where(col("_rank") === 1 && col("isAdd"))
+    val (files, scanned) = collect(live)
+    (files, scanned, "distributed (keyed window)")
+  }
+
+  // ------------------------------------------------------------------ step 1 and 2
+
+  private val outputColumns =
+    Seq("version", "isAdd", "path", "partitionValues", "size", "modificationTime", "stats", "dv")
+
+  /** Adds and removes of the commits, version from the file name. */
+  private def commitActions(): DataFrame = {
+    if (segment.commits.isEmpty) return emptyActions()
+    val schema = new StructType()
+      .add("add", FileActions.AddType)
+      .add("remove", FileActions.RemoveType)
+    val raw = spark.read
+      .schema(schema)
+      .option("mode", "FAILFAST")
+      .json(segment.commits.map(_.getPath.toString): _*)
+    val version = regexp_extract(col("_metadata.file_path"), "(\\d{20})\\.json$", 1).cast("long")
+    normalize(raw, version, col("add.stats"))
+  }
+
+  /** Adds and removes of the checkpoint parts, or of a V2 checkpoint and its sidecars. */
+  private def checkpointActions(): DataFrame = {
+    val version = segment.checkpointVersion.getOrElse(return emptyActions())
+    val files = segment.checkpoint ++ reader.sidecars()
+    val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
+    val fromJson = json.map { f =>
+      val schema = new StructType().add("add", FileActions.AddType).add("remove", FileActions.RemoveType)
+      normalize(spark.read.schema(schema).option("mode", "FAILFAST").json(f.getPath.toString), lit(version), col("add.stats"))
+    }
+    // Parquet files with the same footer layout are read together.
+    val byLayout = parquet.groupBy(f => CheckpointSchema.forFile(reader.footerSchema(f), needStats))
+    val fromParquet = byLayout.map { case (layout, fs) =>
+      val raw = spark.read.schema(layout.readSchema).parquet(fs.map(_.getPath.toString): _*)
+      val stats =
+        if (layout.hasStatsParsed) coalesce(col("add.stats"), to_json(col("add.stats_parsed")))
+        else col("add.stats")
+      normalize(raw, lit(version), stats)
+    }
+    (fromJson ++ fromParquet).reduceOption(_ unionByName _).getOrElse(emptyActions())
+  }
+
+  private def normalize(raw: DataFrame, version: Column, stats: Column): DataFrame =
+    raw
+      .where(col("add").isNotNull || col("remove").isNotNull)
+      .select(
+        version.as("version"),
+        col("add").isNotNull.as("isAdd"),
+        coalesce(col("add.path"), col("remove.path")).as("path"),
+        coalesce(col("add.partitionValues"), col("remove.partitionValues")).as("partitionValues"),
+        coalesce(col("add.size"), col("remove.size")).as("size"),
+        col("add.modificationTime").as("modificationTime"),
+        (if (needStats) stats else lit(null).cast("string")).as("stats"),
+        coalesce(col("add.deletionVector"), col("remove.deletionVector")).as("dv")
+      )
+
+  private def emptyActions(): DataFrame = {
+    val schema = new StructType()
+      .add("version", "long")
+      .add("isAdd", "boolean")
+      .add("path", "string")
+      .add("partitionValues", "map<string,string>")
+      .add("size", "long")
+      .add("modificationTime", "long")
+      .add("stats", "string")
+      .add("dv", FileActions.DvType)
+    spark.createDataFrame(spark.sparkContext.emptyRDD[org.apache.spark.sql.Row], schema)
+  }
+
+  /** Adds the replay key columns (rule 1). */
+  private def keyed(actions: DataFrame): DataFrame = {
+    val absolute = col("path").rlike("^[a-zA-Z][a-zA-Z0-9+.-]*:")
+    val key = when(absolute, col("path")).otherwise(concat(lit(tableUri + "/"), col("path")))
+    val dv = col("dv")
+    val dvKey = when(dv.isNull, lit("")).otherwise(
+      concat(
+        dv("storageType"),
+        dv("pathOrInlineDv"),
+        when(dv("offset").isNull, lit("")).otherwise(concat(lit("@"), dv("offset").cast("string")))
+      )
+    )
+    actions.withColumn("key", key).withColumn("dvKey", dvKey)
+  }
+
+  // ------------------------------------------------------------------ step 4
+
+  /** Collects the live rows as [[LiveFile]]s; also returns the rows the log scans read. */
+  private def collect(live: DataFrame): (Array[LiveFile], Long) = {
+    val projected = live.select(outputColumns.drop(2).map(col): _*)
+    val qe = projected.queryExecution
+    val rows = qe.executedPlan.executeCollect()
+    val interner = new Replay.Interner
+    val files = rows.map(r => toLiveFile(r, interner))
+    (files, scannedRows(qe.executedPlan))
+  }
+
+  private def toLiveFile(r: InternalRow, interner: Replay.Interner): LiveFile =
+    LiveFile(
+      path = r.getUTF8String(0).toString,
+      partitionValues = if (r.isNullAt(1)) Map.empty else interner(CheckpointSchema.toMap(r.getMap(1))),
+      size = if (r.isNullAt(2)) 0L else r.getLong(2),
+      modificationTime = if (r.isNullAt(3)) 0L else r.getLong(3),
+      stats = if (r.isNullAt(4)) null else r.getUTF8String(4).toString,
+      dv = CheckpointSchema.dv(r, 5)
+    )
+
+  /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
+  private def scannedRows(plan: SparkPlan): Long = {
+    def scans(p: SparkPlan): Seq[FileSourceScanExec] = p match {
+      case a: AdaptiveSparkPlanExec => scans(a.executedPlan)
+      case q: QueryStageExec => scans(q.plan)
+      case s: FileSourceScanExec => Seq(s)
+      case other => other.children.flatMap(scans) ++ other.subqueries.flatMap(scans)
+    }
+    scans(plan).flatMap(_.metrics.get("numOutputRows")).map(_.value).sum
+  }
+}

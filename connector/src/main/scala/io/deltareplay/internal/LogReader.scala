@@ -1,0 +1,262 @@
+package io.deltareplay.internal
+
+import java.nio.charset.StandardCharsets
+
+import scala.collection.mutable
+import scala.util.control.NonFatal
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import io.deltareplay.internal.DeltaAdapter._
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.spark.paths.SparkPath
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, StructsToJson}
+import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetToSparkSchemaConverter}
+import org.apache.spark.sql.types._
+
+/** One add or remove as read from a commit or checkpoint, tagged with its version. */
+private[deltareplay] case class RawAction(
+    version: Long,
+    isAdd: Boolean,
+    path: String,
+    partitionValues: Map[String, String],
+    size: Long,
+    modificationTime: Long,
+    dataChange: Boolean,
+    stats: String,
+    dv: Option[DvDescriptor]
+) {
+  def toLiveFile: LiveFile = LiveFile(path, partitionValues, size, modificationTime, stats, dv)
+}
+
+/**
+ * Reads log files on the driver without a Spark job: JSON commits line by line, checkpoint
+ * Parquet through Spark's own Parquet reader called in-process. Used for protocol/metadata
+ * loading, the local replay, and the commit tail of the distributed fast path.
+ */
+private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
+  private val hadoopConf: Configuration = spark.sessionState.newHadoopConf()
+  private val mapper = new ObjectMapper()
+  private def table = segment.table
+
+  private def readText(file: FileStatus): Seq[String] = {
+    val fs = file.getPath.getFileSystem(hadoopConf)
+    val in = fs.open(file.getPath)
+    try {
+      val bytes = in.readAllBytes()
+      new String(bytes, StandardCharsets.UTF_8).split('\n').toSeq.filter(_.trim.nonEmpty)
+    } catch {
+      case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
+    } finally in.close()
+  }
+
+  private def parseLine(file: FileStatus, line: String): JsonNode =
+    try mapper.readTree(line)
+    catch { case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e) }
+
+  // ---------------------------------------------------------------- protocol and metadata
+
+  /** The newest protocol and metaData: commits newest first, then the checkpoint. */
+  def tableMeta(): TableMeta = {
+    var protocol: Option[ProtocolAction] = None
+    var metadata: Option[MetadataAction] = None
+    def offer(found: Option[ProtocolOrMetadata]): Unit = found match {
+      case Some(p: ProtocolAction) if protocol.isEmpty => protocol = Some(p)
+      case Some(m: MetadataAction) if metadata.isEmpty => metadata = Some(m)
+      case _ =>
+    }
+    val commits = segment.commits.reverseIterator
+    while ((protocol.isEmpty || metadata.isEmpty) && commits.hasNext) {
+      val file = commits.next()
+      // Newest action wins within a commit too: walk its lines backwards.
+      readText(file).reverseIterator.foreach { line =>
+        if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
+          parseLine(file, line) // validates the JSON, naming the file when it is broken
+          offer(parseProtocolOrMetadataSafely(file, line))
+        }
+      }
+    }
+    if (protocol.isEmpty || metadata.isEmpty) checkpointProtocolAndMetadata().reverse.foreach(a => offer(Some(a)))
+    (protocol, metadata) match {
+      case (Some(p), Some(m)) => TableMeta(p.protocol, m.metadata)
+      case _ => throw Errors.noProtocolOrMetadata(table, segment.version)
+    }
+  }
+
+  private def parseProtocolOrMetadataSafely(
+      file: FileStatus,
+      line: String
+  ): Option[ProtocolOrMetadata] =
+    try parseProtocolOrMetadata(line)
+    catch { case NonFatal(e) => throw Errors.malformedAction(table, file.getPath.toString, e.toString) }
+
+  private def checkpointProtocolAndMetadata(): Seq[ProtocolOrMetadata] =
+    segment.checkpoint.flatMap { file =>
+      if (file.getPath.getName.endsWith(".json")) {
+        readText(file).flatMap(line => parseProtocolOrMetadataSafely(file, line))
+      } else {
+        val fileSchema = footerSchema(file)
+        val wanted = Seq("protocol", "metaData").filter(fileSchema.fieldNames.contains)
+        if (wanted.isEmpty) Nil
+        else {
+          val schema = StructType(wanted.map(fileSchema(_)))
+          val toJson = wanted.indices.map { i =>
+            StructsToJson(Map.empty[String, String], BoundReference(i, schema(i).dataType, true), Some("UTC"))
+          }
+          readParquet(file, schema).flatMap { row =>
+            wanted.indices.flatMap { i =>
+              if (row.isNullAt(i)) None
+              else {
+                val json = s"""{"${wanted(i)}":${toJson(i).eval(row).toString}}"""
+                parseProtocolOrMetadataSafely(file, json)
+              }
+            }
+          }.toSeq
+        }
+      }
+    }
+
+  // ---------------------------------------------------------------- file actions
+
+  /** Adds and removes of the commits after the checkpoint, in log order. */
+  def commitActions(needStats: Boolean): Iterator[RawAction] =
+    segment.commits.iterator.flatMap { file =>
+      val version = LogFiles.commitVersionOf(file.getPath.getName)
+      readText(file).iterator.flatMap { line =>
+        if (!line.contains("\"add\"") && !line.contains("\"remove\"")) {
+          parseLine(file, line)
+          None
+        } else jsonAction(file, version, parseLine(file, line), needStats)
+      }
+    }
+
+  private def jsonAction(
+      file: FileStatus,
+      version: Long,
+      node: JsonNode,
+      needStats: Boolean
+  ): Option[RawAction] = {
+    val (isAdd, body) =
+      if (node.has("add")) (true, node.get("add"))
+      else if (node.has("remove")) (false, node.get("remove"))
+      else return None
+    def text(field: String): String =
+      Option(body.get(field)).filterNot(_.isNull).map(_.asText()).orNull
+    def long(field: String): Long =
+      Option(body.get(field)).filterNot(_.isNull).map(_.asLong()).getOrElse(0L)
+    val path = text("path")
+    if (path == null) {
+      throw Errors.malformedAction(table, file.getPath.toString, s"an action without a path: $node")
+    }
+    val pv = Option(body.get("partitionValues")).filterNot(_.isNull) match {
+      case Some(obj) =>
+        val b = Map.newBuilder[String, String]
+        obj.fields().forEachRemaining { e =>
+          b += e.getKey -> (if (e.getValue.isNull) null else e.getValue.asText())
+        }
+        b.result()
+      case None => Map.empty[String, String]
+    }
+    val dv = Option(body.get("deletionVector")).filterNot(_.isNull).map { d =>
+      DvDescriptor(
+        storageType = d.get("storageType").asText(),
+        pathOrInlineDv = d.get("pathOrInlineDv").asText(),
+        offset = Option(d.get("offset")).filterNot(_.isNull).map(_.asInt()),
+        sizeInBytes = d.get("sizeInBytes").asInt(),
+        cardinality = d.get("cardinality").asLong()
+      )
+    }
+    Some(
+      RawAction(
+        version = version,
+        isAdd = isAdd,
+        path = path,
+        partitionValues = pv,
+        size = long("size"),
+        modificationTime = long("modificationTime"),
+        dataChange = Option(body.get("dataChange")).forall(_.asBoolean(true)),
+        stats = if (needStats && isAdd) text("stats") else null,
+        dv = dv
+      )
+    )
+  }
+
+  /** Adds and removes of the checkpoint (all parts, and the sidecars of a V2 checkpoint). */
+  def checkpointActions(needStats: Boolean): Iterator[RawAction] = {
+    val version = segment.checkpointVersion.getOrElse(return Iterator.empty)
+    val files = segment.checkpoint ++ sidecars()
+    files.iterator.flatMap { file =>
+      if (file.getPath.getName.endsWith(".json")) {
+        readText(file).iterator.flatMap(l => jsonAction(file, version, parseLine(file, l), needStats))
+      } else {
+        val plan = CheckpointSchema.forFile(footerSchema(file), needStats)
+        readParquet(file, plan.readSchema).flatMap(row => plan.toAction(version, row))
+      }
+    }
+  }
+
+  /** Sidecar files named by a V2 checkpoint's top-level file (empty for other checkpoints). */
+  def sidecars(): Seq[FileStatus] = {
+    val sidecarDir = new Path(segment.logPath, "_sidecars")
+    val names = segment.checkpoint.flatMap { file =>
+      if (file.getPath.getName.endsWith(".json")) {
+        readText(file).flatMap { line =>
+          val node = parseLine(file, line)
+          Option(node.get("sidecar")).map(_.get("path").asText())
+        }
+      } else if (footerSchema(file).fieldNames.contains("sidecar")) {
+        val schema = new StructType().add("sidecar", FileActions.SidecarType)
+        readParquet(file, schema).flatMap { row =>
+          if (row.isNullAt(0)) None else Some(row.getStruct(0, 2).getUTF8String(0).toString)
+        }.toSeq
+      } else Nil
+    }
+    names.map { name =>
+      val p = if (name.contains(":") || name.startsWith("/")) new Path(name) else new Path(sidecarDir, name)
+      try p.getFileSystem(hadoopConf).getFileStatus(p)
+      catch { case NonFatal(e) => throw Errors.corruptLogFile(table, p.toString, e) }
+    }
+  }
+
+  // ---------------------------------------------------------------- Parquet on the driver
+
+  def footerSchema(file: FileStatus): StructType =
+    try {
+      val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, hadoopConf))
+      try new ParquetToSparkSchemaConverter(hadoopConf).convert(reader.getFooter.getFileMetaData.getSchema)
+      finally reader.close()
+    } catch {
+      case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
+    }
+
+  private def readParquet(file: FileStatus, schema: StructType): Iterator[InternalRow] = {
+    val read = new ParquetFileFormat().buildReaderWithPartitionValues(
+      spark,
+      schema,
+      new StructType(),
+      schema,
+      Nil,
+      Map("returning_batch" -> "false"),
+      hadoopConf
+    )
+    val pf = PartitionedFile(
+      InternalRow.empty,
+      SparkPath.fromPath(file.getPath),
+      0,
+      file.getLen,
+      Array.empty,
+      file.getModificationTime,
+      file.getLen,
+      Map.empty
+    )
+    val rows = mutable.ArrayBuffer.empty[InternalRow]
+    try read(pf).foreach(r => rows += r.copy())
+    catch { case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e) }
+    rows.iterator
+  }
+}

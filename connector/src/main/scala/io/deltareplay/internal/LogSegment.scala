@@ -1,0 +1,143 @@
+package io.deltareplay.internal
+
+import java.io.FileNotFoundException
+
+import scala.util.control.NonFatal
+
+import io.deltareplay.internal.LogFiles._
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, Path}
+
+/**
+ * The log files that reconstruct one version of a table: the newest complete checkpoint at or
+ * before it (if any) and every commit after that checkpoint up to the version.
+ *
+ * @param checkpoint    the checkpoint's files (all parts of a multi-part checkpoint, or the
+ *                      top-level file of a V2 checkpoint; sidecars are found when it is read)
+ * @param commits       commit files, ascending, versions `checkpointVersion + 1 .. version`
+ */
+private[deltareplay] case class LogSegment(
+    tablePath: Path,
+    version: Long,
+    checkpointVersion: Option[Long],
+    checkpointKind: String,
+    checkpoint: Seq[FileStatus],
+    commits: Seq[FileStatus]
+) {
+  def logPath: Path = new Path(tablePath, "_delta_log")
+  def checkpointBytes: Long = checkpoint.map(_.getLen).sum
+  def commitBytes: Long = commits.map(_.getLen).sum
+  def totalBytes: Long = checkpointBytes + commitBytes
+  def table: String = tablePath.toString
+
+  def describe: String = {
+    val ckpt = checkpointVersion.fold("no checkpoint")(v => s"$checkpointKind checkpoint $v")
+    s"$ckpt + ${commits.size} commits"
+  }
+}
+
+private[deltareplay] object LogSegment {
+
+  /** All that one listing of `_delta_log` tells: commit files and complete checkpoints. */
+  case class Listing(
+      tablePath: Path,
+      commits: Map[Long, FileStatus],
+      checkpoints: Map[Long, (String, Seq[FileStatus])]
+  ) {
+    def latestVersion: Long =
+      (commits.keys ++ checkpoints.keys).max
+
+    /** Versions that can be reconstructed start here (None: none can). */
+    def earliestReadable: Option[Long] = {
+      val fromZero = if (commits.contains(0L)) Some(0L) else None
+      (checkpoints.keys ++ fromZero).minOption
+    }
+  }
+
+  /** Lists `_delta_log` once. Fails naming the table if it is not a Delta table. */
+  def list(tablePath: Path, hadoopConf: Configuration): Listing = {
+    val logPath = new Path(tablePath, "_delta_log")
+    val fs = logPath.getFileSystem(hadoopConf)
+    val statuses =
+      try fs.listStatus(logPath).toSeq
+      catch { case _: FileNotFoundException => Nil }
+    val parsed = statuses.flatMap(s => LogFiles.parse(s.getPath.getName).map(_ -> s))
+    val commits = parsed.collect { case (Commit(v), s) => v -> s }.toMap
+    val byVersion = parsed.collect { case (f, s) if !f.isInstanceOf[Commit] => (f, s) }
+      .groupBy(_._1.version)
+    val checkpoints = byVersion.flatMap { case (v, files) => complete(files).map(v -> _) }
+    if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
+    Listing(tablePath, commits, checkpoints)
+  }
+
+  /**
+   * The complete checkpoint among the files of one version, preferring V2, then classic, then
+   * the multi-part set with every part present (an incomplete set is ignored, as Delta does).
+   */
+  private def complete(files: Seq[(LogFile, FileStatus)]): Option[(String, Seq[FileStatus])] = {
+    val v2 = files.collect { case (c: V2Checkpoint, s) => (c, s) }.sortBy(_._1.uuid).headOption
+    val single = files.collectFirst { case (_: SingleCheckpoint, s) => s }
+    val parts = files.collect { case (p: PartCheckpoint, s) => (p, s) }
+    val multi = parts.groupBy(_._1.parts).collect {
+      case (n, ps) if ps.map(_._1.part).toSet == (1 to n).toSet =>
+        ps.sortBy(_._1.part).map(_._2)
+    }
+    v2.map(x => ("v2", Seq(x._2)))
+      .orElse(single.map(s => ("classic", Seq(s))))
+      .orElse(multi.headOption.map(ps => ("multi-part", ps)))
+  }
+
+  /**
+   * The segment for `version` (None: the newest), from the newest complete checkpoint at or
+   * before it, skipping `excludedCheckpoints` (checkpoints found unreadable). Where no checkpoint
+   * serves, replay starts at commit 0. Fails, never guesses, when commits are missing.
+   */
+  def forVersion(
+      listing: Listing,
+      version: Option[Long],
+      excludedCheckpoints: Set[Long] = Set.empty
+  ): LogSegment = {
+    val table = listing.tablePath.toString
+    val latest = listing.latestVersion
+    val target = version.getOrElse(latest)
+    if (target > latest) throw Errors.versionDoesNotExist(table, target, latest)
+    if (target < 0) throw Errors.versionNotReconstructable(table, target, listing.earliestReadable)
+    val usable = listing.checkpoints.keys.filter(v => v <= target && !excludedCheckpoints(v))
+    // A checkpoint serves only if every commit after it up to the target is present.
+    val candidates = usable.toSeq.sorted.reverse.map(Some(_)) :+ None
+    val chosen = candidates.find { start =>
+      val first = start.map(_ + 1).getOrElse(0L)
+      (first to target).forall(listing.commits.contains)
+    }
+    chosen match {
+      case Some(start) =>
+        val first = start.map(_ + 1).getOrElse(0L)
+        LogSegment(
+          tablePath = listing.tablePath,
+          version = target,
+          checkpointVersion = start,
+          checkpointKind = start.map(v => listing.checkpoints(v)._1).getOrElse("none"),
+          checkpoint = start.map(v => listing.checkpoints(v)._2).getOrElse(Nil),
+          commits = (first to target).map(listing.commits)
+        )
+      case None =>
+        val newestStart = usable.maxOption
+        val first = newestStart.map(_ + 1).getOrElse(0L)
+        val missing = (first to target).find(v => !listing.commits.contains(v))
+        (newestStart, missing) match {
+          case (None, _) if !listing.commits.contains(0L) =>
+            throw Errors.versionNotReconstructable(table, target, listing.earliestReadable)
+          case (_, Some(m)) => throw Errors.missingCommit(table, m, first, target)
+          case _ => throw Errors.versionNotReconstructable(table, target, listing.earliestReadable)
+        }
+    }
+  }
+
+  /** Lists and picks the segment in one go. */
+  def load(tablePath: Path, version: Option[Long], hadoopConf: Configuration): LogSegment =
+    try forVersion(list(tablePath, hadoopConf), version)
+    catch {
+      case e: Errors.DeltaReplayException => throw e
+      case NonFatal(e) => throw Errors.corruptLogFile(tablePath.toString, "_delta_log", e)
+    }
+}

@@ -1,0 +1,67 @@
+package io.deltareplay.internal
+
+import java.util.Locale
+
+import io.deltareplay.{DeltaReplayOptions => O}
+import org.apache.spark.sql.SparkSession
+
+/** How the replay runs: on the driver, as a Spark job, or chosen by log size. */
+private[deltareplay] sealed trait ReplayMode { def name: String }
+private[deltareplay] object ReplayMode {
+  case object Auto extends ReplayMode { val name = "auto" }
+  case object Local extends ReplayMode { val name = "local" }
+  case object Distributed extends ReplayMode { val name = "distributed" }
+
+  def parse(value: String): ReplayMode = value.trim.toLowerCase(Locale.ROOT) match {
+    case "auto" => Auto
+    case "local" => Local
+    case "distributed" => Distributed
+    case other => throw Errors.badOption(O.ReplayModeKey, other, "auto, local or distributed")
+  }
+}
+
+/**
+ * The read configuration, resolved once on the driver: read option > session conf > default.
+ * Passed on as plain values.
+ */
+private[deltareplay] case class ReadConf(
+    replayMode: ReplayMode,
+    distributedThresholdBytes: Long,
+    replayPartitions: Int,
+    tailFastPathMaxBytes: Long,
+    dataSkipping: Boolean
+)
+
+private[deltareplay] object ReadConf {
+
+  def apply(spark: SparkSession, options: Map[String, String]): ReadConf = {
+    val lowerOptions = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+    def get(key: String): String =
+      lowerOptions
+        .get(key.toLowerCase(Locale.ROOT))
+        .orElse(spark.conf.getOption(O.SessionPrefix + key))
+        .getOrElse(O.Defaults(key))
+    def long(key: String): Long =
+      try get(key).trim.toLong
+      catch {
+        case _: NumberFormatException =>
+          throw Errors.badOption(O.SessionPrefix + key, get(key), "a whole number")
+      }
+    def bool(key: String): Boolean = get(key).trim.toLowerCase(Locale.ROOT) match {
+      case "true" => true
+      case "false" => false
+      case other => throw Errors.badOption(O.SessionPrefix + key, other, "true or false")
+    }
+    ReadConf(
+      replayMode = ReplayMode.parse(get(O.ReplayMode)),
+      distributedThresholdBytes = long(O.DistributedThresholdBytes),
+      replayPartitions = long(O.ReplayPartitions).toInt,
+      tailFastPathMaxBytes = long(O.TailFastPathMaxBytes),
+      dataSkipping = bool(O.DataSkipping)
+    )
+  }
+
+  /** Whether routing of `format("delta")` reads is on for this session. */
+  def routingEnabled(spark: SparkSession): Boolean =
+    spark.conf.getOption(O.EnabledKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
+}

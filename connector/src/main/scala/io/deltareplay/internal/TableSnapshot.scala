@@ -1,0 +1,59 @@
+package io.deltareplay.internal
+
+import java.sql.Timestamp
+
+import io.deltareplay.internal.DeltaAdapter.TableMeta
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
+import org.apache.spark.sql.delta.DeltaColumnMapping
+import org.apache.spark.sql.types.{StructType, TimestampType}
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * One pinned version of a table: its log segment and its protocol and metadata. Cheap to build
+ * (one listing, reading the newest commits); the file replay happens later, in the scan.
+ */
+private[deltareplay] case class TableSnapshot(segment: LogSegment, meta: TableMeta, loadMillis: Long) {
+  def tablePath: Path = segment.tablePath
+  def table: String = segment.table
+  def version: Long = segment.version
+
+  /** The schema users see: the table schema without column-mapping metadata. */
+  lazy val schema: StructType = DeltaColumnMapping.dropColumnMappingMetadata(meta.schema)
+  lazy val partitionColumns: Seq[String] = meta.partitionColumns
+}
+
+private[deltareplay] object TableSnapshot {
+
+  /** Loads `path` at `version`, at `timestamp`, or at its newest version. */
+  def load(
+      spark: SparkSession,
+      path: String,
+      version: Option[Long],
+      timestamp: Option[String]
+  ): TableSnapshot = {
+    val started = System.nanoTime()
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    val raw = new Path(path)
+    val qualified = raw.getFileSystem(hadoopConf).makeQualified(raw)
+    if (version.isDefined && timestamp.isDefined) throw Errors.bothVersionAndTimestamp(path)
+    val pinned = version.orElse(timestamp.map(ts => versionAt(spark, qualified, ts)))
+    val segment = LogSegment.load(qualified, pinned, hadoopConf)
+    val meta = new LogReader(spark, segment).tableMeta()
+    DeltaAdapter.checkReadable(segment.table, meta)
+    TableSnapshot(segment, meta, (System.nanoTime() - started) / 1000000)
+  }
+
+  private def versionAt(spark: SparkSession, path: Path, timestamp: String): Long = {
+    val tz = spark.sessionState.conf.sessionLocalTimeZone
+    val micros = Cast(Literal(UTF8String.fromString(timestamp)), TimestampType, Some(tz)).eval()
+    if (micros == null) {
+      throw Errors.badOption("timestampAsOf", timestamp, "a timestamp such as 2024-01-31 12:00:00")
+    }
+    val ts = new Timestamp(micros.asInstanceOf[Long] / 1000)
+    // The log must exist before delta-spark is asked, so a bad path fails with our message.
+    LogSegment.list(path, spark.sessionState.newHadoopConf())
+    DeltaAdapter.versionAtTimestamp(spark, path, ts)
+  }
+}
