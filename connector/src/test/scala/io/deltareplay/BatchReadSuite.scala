@@ -1,32 +1,40 @@
 package io.deltareplay
 
+import java.io.File
+
 import io.deltareplay.test.DeltaOracle
+import org.apache.spark.sql.functions.col
 import org.scalatest.funsuite.AnyFunSuite
 
-/** Plain shapes of tables, read by this connector and by delta-spark V1 at the same version. */
+/** Shapes of tables delta-spark writes, read by this connector and by V1 at the same version. */
 class BatchReadSuite extends AnyFunSuite with DeltaOracle {
 
   private def append(path: String, from: Int, to: Int, mode: String = "append"): Unit =
     spark
       .range(from, to)
       .selectExpr("id", "cast(id % 7 as int) as bucket", "concat('name-', id) as name")
+      .repartition(2)
       .write
       .format("delta")
       .mode(mode)
       .save(path)
 
+  private def table(dir: File, name: String = "t"): String = new File(dir, name).getAbsolutePath
+
+  private def sql(s: String): Unit = spark.sql(s).collect()
+
   test("plain appends") {
     withTempDir { dir =>
-      val path = dir.getAbsolutePath + "/t"
+      val path = table(dir)
       (0 until 5).foreach(i => append(path, i * 100, (i + 1) * 100))
       assertSameAsV1(path)
       assertLiveFilesMatch(path, latestVersion(path))
     }
   }
 
-  test("overwrite replaces the files") {
+  test("overwrite replaces the files; time travel reads the old version") {
     withTempDir { dir =>
-      val path = dir.getAbsolutePath + "/t"
+      val path = table(dir)
       append(path, 0, 100)
       append(path, 100, 200)
       append(path, 500, 550, mode = "overwrite")
@@ -34,6 +42,268 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       assertSameAsV1(path)
       assertSameAsV1(path, version = Some(1))
       assertLiveFilesMatch(path, 2)
+    }
+  }
+
+  test("many commits with checkpoints: fast path and keyed window agree with V1") {
+    withTempDir { dir =>
+      val path = table(dir)
+      append(path, 0, 10)
+      sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.checkpointInterval' = '4')")
+      (1 until 11).foreach(i => append(path, i * 10, (i + 1) * 10))
+      sql(s"DELETE FROM delta.`$path` WHERE id < 15")
+      append(path, 200, 210) // commits after the newest checkpoint
+      val metrics = assertSameAsV1(path)
+      assert(metrics("local").logSegment.contains("checkpoint"), metrics("local").logSegment)
+      assert(metrics("distributed").replayMode.contains("map-side"), metrics("distributed"))
+      withConf("spark.deltareplay.replay.tailFastPathMaxBytes" -> "0") {
+        val window = assertSameAsV1(path, modes = Seq("distributed"))
+        assert(window("distributed").replayMode.contains("window"))
+      }
+      assertLiveFilesMatch(path, latestVersion(path))
+      (0L to latestVersion(path)).foreach(v => assertLiveFilesMatch(path, v))
+    }
+  }
+
+  test("multi-part checkpoint") {
+    withTempDir { dir =>
+      val path = table(dir)
+      withConf("spark.databricks.delta.checkpoint.partSize" -> "3") {
+        (0 until 4).foreach(i => append(path, i * 50, (i + 1) * 50))
+        sql(s"DELETE FROM delta.`$path` WHERE id % 50 = 1")
+        io.delta.tables.DeltaTable.forPath(spark, path).toDF // keep the log warm
+        org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint()
+      }
+      append(path, 1000, 1010)
+      val names = new File(path, "_delta_log").list().toSeq
+      assert(names.exists(_.matches("""\d{20}\.checkpoint\.\d{10}\.\d{10}\.parquet""")), names)
+      val metrics = assertSameAsV1(path)
+      assert(metrics("local").logSegment.contains("multi-part checkpoint"))
+      assertLiveFilesMatch(path, latestVersion(path))
+    }
+  }
+
+  test("V2 checkpoint with sidecars (JSON and Parquet top-level files)") {
+    Seq("json", "parquet").foreach { format =>
+      withTempDir { dir =>
+        val path = table(dir)
+        append(path, 0, 20)
+        sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2')")
+        withConf(
+          "spark.databricks.delta.checkpointV2.topLevelFileFormat" -> format,
+          "spark.databricks.delta.checkpoint.partSize" -> "2"
+        ) {
+          (1 until 4).foreach(i => append(path, i * 20, (i + 1) * 20))
+          org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint()
+        }
+        append(path, 500, 510)
+        assert(new File(path, "_delta_log/_sidecars").list().length > 1, "no sidecars were written")
+        val metrics = assertSameAsV1(path)
+        assert(metrics("local").logSegment.contains("v2 checkpoint"), metrics("local").logSegment)
+        assertLiveFilesMatch(path, latestVersion(path))
+      }
+    }
+  }
+
+  test("checkpoint with parsed stats only still skips files") {
+    withTempDir { dir =>
+      val path = table(dir)
+      append(path, 0, 100)
+      sql(
+        s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.checkpoint.writeStatsAsJson' = " +
+          "'false', 'delta.checkpoint.writeStatsAsStruct' = 'true')"
+      )
+      (1 until 5).foreach(i => append(path, i * 100, (i + 1) * 100))
+      org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint()
+      val metrics = assertSameAsV1(path, query = _.where("id = 250"))
+      metrics.values.foreach { m =>
+        assert(m.filesAfterSkipping < m.liveFiles, s"stats_parsed did not skip: $m")
+      }
+    }
+  }
+
+  test("a table path with spaces and special characters") {
+    withTempDir { dir =>
+      val path = table(dir, "my table #1")
+      append(path, 0, 30)
+      append(path, 30, 60)
+      assertSameAsV1(path)
+    }
+  }
+
+  test("RESTORE removes and re-adds the same paths; OPTIMIZE compacts") {
+    withTempDir { dir =>
+      val path = table(dir)
+      (0 until 4).foreach(i => append(path, i * 25, (i + 1) * 25))
+      sql(s"DELETE FROM delta.`$path` WHERE bucket = 3")
+      sql(s"RESTORE TABLE delta.`$path` TO VERSION AS OF 3")
+      assertSameAsV1(path)
+      assertLiveFilesMatch(path, latestVersion(path))
+      sql(s"OPTIMIZE delta.`$path`")
+      assertSameAsV1(path)
+      assertLiveFilesMatch(path, latestVersion(path))
+    }
+  }
+
+  test("deletion vectors from DELETE, UPDATE and MERGE, then OPTIMIZE and REORG PURGE") {
+    withTempDir { dir =>
+      val path = table(dir)
+      spark.range(0, 400).selectExpr("id", "cast(id % 5 as int) as g", "cast(id as string) as s")
+        .repartition(2).write.format("delta")
+        .option("delta.enableDeletionVectors", "true").save(path)
+      sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3")
+      val afterDelete = latestVersion(path)
+      sql(s"UPDATE delta.`$path` SET s = 'updated' WHERE id % 10 = 4")
+      spark.range(390, 420).selectExpr("id", "cast(7 as int) as g", "'merged' as s")
+        .createOrReplaceTempView("src")
+      sql(
+        s"MERGE INTO delta.`$path` t USING src ON t.id = src.id " +
+          "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+      )
+      val log = new File(path, "_delta_log").listFiles().filter(_.getName.endsWith(".json"))
+      assert(log.exists(f => scala.io.Source.fromFile(f).mkString.contains("deletionVector")))
+      assertSameAsV1(path)
+      assertSameAsV1(path, version = Some(afterDelete))
+      assertLiveFilesMatch(path, latestVersion(path))
+      sql(s"OPTIMIZE delta.`$path`")
+      assertSameAsV1(path)
+      sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 5")
+      sql(s"REORG TABLE delta.`$path` APPLY (PURGE)")
+      assertSameAsV1(path)
+      assertLiveFilesMatch(path, latestVersion(path))
+    }
+  }
+
+  test("partitions: nulls, special characters, dates and timestamps; pruning counts") {
+    withTempDir { dir =>
+      val path = table(dir)
+      spark.sql(
+        """SELECT id,
+          |  CASE WHEN id % 4 = 0 THEN NULL ELSE concat('p/ =%', cast(id % 3 as string)) END AS k,
+          |  date_add(DATE'2024-02-27', cast(id % 3 as int)) AS d,
+          |  timestamp'2024-01-01 10:30:00' + make_interval(0, 0, 0, 0, cast(id % 2 as int), 0, 0) AS ts,
+          |  id * 1.5 AS v
+          |FROM range(0, 60)""".stripMargin
+      ).write.format("delta").partitionBy("k", "d", "ts").save(path)
+      assertSameAsV1(path)
+      val metrics = assertSameAsV1(path, query = _.where("k IS NULL AND d = DATE'2024-02-28'"))
+      metrics.values.foreach { m =>
+        assert(m.filesAfterPartitionPruning < m.liveFiles, m)
+        assert(m.filesAfterPartitionPruning > 0, m)
+      }
+      assertSameAsV1(path, query = _.where("ts > timestamp'2024-01-01 10:45:00'").select("id", "ts"))
+      assertSameAsV1(path, query = _.where(col("k") === "p/ =%1"))
+    }
+  }
+
+  test("liquid clustering") {
+    withTempDir { dir =>
+      val path = table(dir)
+      sql(s"CREATE TABLE delta.`$path` (id BIGINT, name STRING) USING delta CLUSTER BY (id)")
+      (0 until 3).foreach { i =>
+        spark.range(i * 100, (i + 1) * 100).selectExpr("id", "cast(id as string) as name")
+          .write.format("delta").mode("append").save(path)
+      }
+      sql(s"OPTIMIZE delta.`$path`")
+      assertSameAsV1(path)
+      assertSameAsV1(path, query = _.where("id BETWEEN 50 AND 60"))
+    }
+  }
+
+  test("column mapping (name and id), renames, drops and added columns") {
+    Seq("name", "id").foreach { mode =>
+      withTempDir { dir =>
+        val path = table(dir)
+        sql(
+          s"CREATE TABLE delta.`$path` (id BIGINT, p STRING, info STRUCT<a: INT, b: STRING>) " +
+            s"USING delta PARTITIONED BY (p) TBLPROPERTIES ('delta.columnMapping.mode' = '$mode')"
+        )
+        sql(s"INSERT INTO delta.`$path` VALUES (1, 'x', named_struct('a', 1, 'b', 'one')), (2, 'y', null)")
+        sql(s"ALTER TABLE delta.`$path` RENAME COLUMN id TO key")
+        sql(s"ALTER TABLE delta.`$path` ADD COLUMNS (extra DOUBLE)")
+        sql(s"INSERT INTO delta.`$path` VALUES (3, 'x', named_struct('a', 3, 'b', 'three'), 3.5)")
+        sql(s"ALTER TABLE delta.`$path` DROP COLUMN extra")
+        sql(s"INSERT INTO delta.`$path` VALUES (4, 'z', named_struct('a', 4, 'b', 'four'))")
+        assertSameAsV1(path)
+        assertSameAsV1(path, query = _.where("key > 1 AND p = 'x'").select("key", "info.b"))
+        assertSameAsV1(path, version = Some(2))
+      }
+    }
+  }
+
+  test("schema evolution: appends with new columns") {
+    withTempDir { dir =>
+      val path = table(dir)
+      append(path, 0, 10)
+      spark.range(10, 20).selectExpr("id", "cast(id % 7 as int) as bucket", "'n' as name", "id * 2 as extra")
+        .write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+      assertSameAsV1(path)
+      assertSameAsV1(path, query = _.where("extra IS NULL"))
+    }
+  }
+
+  test("type widening: a widened column read from old and new files") {
+    withTempDir { dir =>
+      val path = table(dir)
+      sql(s"CREATE TABLE delta.`$path` (id INT, v SHORT) USING delta TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+      sql(s"INSERT INTO delta.`$path` VALUES (1, 10), (2, 20)")
+      sql(s"ALTER TABLE delta.`$path` ALTER COLUMN id TYPE BIGINT")
+      sql(s"ALTER TABLE delta.`$path` ALTER COLUMN v TYPE INT")
+      sql(s"INSERT INTO delta.`$path` VALUES (3000000000, 100000)")
+      assertSameAsV1(path)
+      assertSameAsV1(path, query = _.where("id > 1"))
+    }
+  }
+
+  test("filters skip files by min/max and nullCount") {
+    withTempDir { dir =>
+      val path = table(dir)
+      (0 until 6).foreach { i =>
+        spark.range(i * 100, (i + 1) * 100)
+          .selectExpr("id", "CASE WHEN id < 100 THEN NULL ELSE concat('s', id) END AS s", "date_add(DATE'2024-01-01', cast(id / 100 as int)) AS d")
+          .coalesce(1).write.format("delta").mode("append").save(path)
+      }
+      def files(q: org.apache.spark.sql.DataFrame => org.apache.spark.sql.DataFrame): Long = {
+        val m = assertSameAsV1(path, query = q)
+        assert(m("local").filesAfterSkipping === m("distributed").filesAfterSkipping)
+        assert(m("local").liveFiles === 6)
+        m("local").filesAfterSkipping
+      }
+      assert(files(_.where("id = 250")) === 1)
+      assert(files(_.where("id >= 450")) === 2)
+      assert(files(_.where("id < 100 OR id > 549")) === 2)
+      assert(files(_.where("id IN (5, 305)")) === 2)
+      assert(files(_.where("s IS NULL")) === 1)
+      assert(files(_.where("s IS NOT NULL")) === 5)
+      assert(files(_.where("d = DATE'2024-01-03'")) === 1)
+      assert(files(_.where("s LIKE 's3%'")) <= 2)
+      assert(files(_.where("id + 1 = 250")) === 6) // not skippable: every file kept
+      withConf("spark.deltareplay.skipping.enabled" -> "false") {
+        val unskipped = assertSameAsV1(path, query = _.where("id = 250"))
+        assert(unskipped("local").filesAfterSkipping === 6)
+      }
+    }
+  }
+
+  test("timestampAsOf, with in-commit timestamps off and on") {
+    Seq("false", "true").foreach { ict =>
+      withTempDir { dir =>
+        val path = table(dir)
+        append(path, 0, 10)
+        sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.enableInCommitTimestamps' = '$ict')")
+        Thread.sleep(1100)
+        append(path, 10, 20)
+        val history = spark.sql(s"DESCRIBE HISTORY delta.`$path`").select("version", "timestamp")
+          .collect().map(r => r.getLong(0) -> r.getTimestamp(1)).toMap
+        val v2 = history(2L).toString
+        val expected = sorted(v1(path, Map("timestampAsOf" -> v2)))
+        replayModes.foreach { mode =>
+          withReplayMode(mode) {
+            assert(sorted(ours(path, Map("timestampAsOf" -> v2))) === expected)
+            assert(sorted(ours(path, Map("timestampAsOf" -> v2))).size === 20)
+          }
+        }
+      }
     }
   }
 }

@@ -30,7 +30,7 @@ private[deltareplay] case class CheckpointSchema(readSchema: StructType, hasStat
           statsToJson match {
             case Some(toJson) if !add.isNullAt(7) =>
               val parsed = InternalRow(add.getStruct(7, statsParsedArity(addType)))
-              toJson.eval(parsed).toString
+              toJson.replacement.eval(parsed).toString
             case _ => null
           }
       Some(

@@ -5,7 +5,7 @@ import java.util.OptionalLong
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.connector.read._
-import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetOptions, ParquetReadSupport, ParquetWriteSupport}
+import org.apache.spark.sql.execution.datasources.parquet.{ParquetOptions, ParquetReadSupport, ParquetWriteSupport}
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
@@ -116,10 +116,10 @@ private[deltareplay] class DeltaReplayScan(
     val withRowIndex = planned.hasDeletionVectors
     val physicalData = meta.physicalSchema(readDataSchema)
     val readData =
-      if (withRowIndex) physicalData.add(ParquetFileFormat.ROW_INDEX_FIELD) else physicalData
+      if (withRowIndex) physicalData.add(ParquetConf.RowIndexField) else physicalData
     val fullData = {
       val d = meta.physicalSchema(StructType(snapshot.schema.filterNot(f => meta.partitionColumns.contains(f.name))))
-      if (withRowIndex) d.add(ParquetFileFormat.ROW_INDEX_FIELD) else d
+      if (withRowIndex) d.add(ParquetConf.RowIndexField) else d
     }
     val sqlConf = spark.sessionState.conf.clone()
     if (meta.columnMappingName == "id") sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, true)
@@ -128,18 +128,7 @@ private[deltareplay] class DeltaReplayScan(
     hadoopConf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA, readData.json)
     hadoopConf.set(ParquetWriteSupport.SPARK_ROW_SCHEMA, readData.json)
     hadoopConf.set(SQLConf.SESSION_LOCAL_TIMEZONE.key, sqlConf.sessionLocalTimeZone)
-    // The flags Spark's Parquet schema converter and read support take from the Hadoop conf.
-    Seq(
-      SQLConf.NESTED_SCHEMA_PRUNING_ENABLED,
-      SQLConf.CASE_SENSITIVE,
-      SQLConf.PARQUET_BINARY_AS_STRING,
-      SQLConf.PARQUET_INT96_AS_TIMESTAMP,
-      SQLConf.PARQUET_INFER_TIMESTAMP_NTZ_ENABLED,
-      SQLConf.LEGACY_PARQUET_NANOS_AS_LONG,
-      SQLConf.PARQUET_IGNORE_VARIANT_ANNOTATION,
-      SQLConf.PARQUET_READER_RESPECT_UNKNOWN_TYPE_ANNOTATION,
-      SQLConf.PARQUET_FIELD_ID_READ_ENABLED
-    ).foreach(e => hadoopConf.set(e.key, sqlConf.getConfString(e.key, e.defaultValueString)))
+    ParquetConf.copyFlags(sqlConf, hadoopConf)
     ParquetWriteSupport.setSchema(readData, hadoopConf)
     val broadcastConf = spark.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
     val parquet = ParquetPartitionReaderFactory(

@@ -2,7 +2,7 @@ package io.deltareplay.internal
 
 import scala.collection.mutable
 
-import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
@@ -58,9 +58,9 @@ private[deltareplay] class DistributedReplay(
     val tail = new LocalReplay.Reconciler(tableUri)
     tail.applyInOrder(reader.commitActions(needStats))
     val touched = {
-      val s = spark
-      import s.implicits._
-      tail.winners.keySet().toArray(Array.empty[(String, String)]).toSeq.toDF("key", "dvKey")
+      val rows = new java.util.ArrayList[Row](tail.winners.size())
+      tail.winners.keySet().forEach { case (k, dv) => rows.add(Row(k, dv)) }
+      spark.createDataFrame(rows, new StructType().add("key", "string").add("dvKey", "string"))
     }
     val checkpointAdds = keyed(checkpointActions()).where(col("isAdd"))
     val survivors =

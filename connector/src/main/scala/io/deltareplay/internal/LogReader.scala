@@ -40,7 +40,11 @@ private[deltareplay] case class RawAction(
  * loading, the local replay, and the commit tail of the distributed fast path.
  */
 private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
-  private val hadoopConf: Configuration = spark.sessionState.newHadoopConf()
+  private val hadoopConf: Configuration = {
+    val c = spark.sessionState.newHadoopConf()
+    ParquetConf.copyFlags(spark.sessionState.conf, c)
+    c
+  }
   private val mapper = new ObjectMapper()
   private def table = segment.table
 
@@ -112,7 +116,7 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
             wanted.indices.flatMap { i =>
               if (row.isNullAt(i)) None
               else {
-                val json = s"""{"${wanted(i)}":${toJson(i).eval(row).toString}}"""
+                val json = s"""{"${wanted(i)}":${toJson(i).replacement.eval(row).toString}}"""
                 parseProtocolOrMetadataSafely(file, json)
               }
             }
