@@ -44,11 +44,19 @@ private[deltareplay] case class DeltaReaderFactory(
     new ChainedReader[ColumnarBatch](p.files.iterator.map(f => guard(f)(parquet.buildColumnarReader(f))))
   }
 
-  private def guard[T](file: PartitionedFile)(open: => PartitionReader[T]): PartitionReader[T] =
-    try open
-    catch {
-      case _: FileNotFoundException => throw Errors.missingDataFile(table, version, file.urlEncodedPath)
+  /** Opens and reads `file`, turning a missing file into an error that names it. */
+  private def guard[T](file: PartitionedFile)(open: => PartitionReader[T]): PartitionReader[T] = {
+    def missing(e: Throwable): Boolean =
+      Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[FileNotFoundException])
+    def rethrow(e: Throwable): Nothing =
+      if (missing(e)) throw Errors.missingDataFile(table, version, file.urlEncodedPath) else throw e
+    val reader = try open catch { case e: Exception => rethrow(e) }
+    new PartitionReader[T] {
+      override def next(): Boolean = try reader.next() catch { case e: Exception => rethrow(e) }
+      override def get(): T = reader.get()
+      override def close(): Unit = reader.close()
     }
+  }
 
   private def rowReader(file: PartitionedFile, dv: DvDescriptor): PartitionReader[InternalRow] = {
     val base = guard(file)(parquet.buildReader(file))

@@ -177,7 +177,17 @@ private[deltareplay] class DistributedReplay(
   private def collect(live: DataFrame): (Array[LiveFile], Long) = {
     val projected = live.select(outputColumns.drop(2).map(col): _*)
     val qe = projected.queryExecution
-    val rows = qe.executedPlan.executeCollect()
+    val rows =
+      try qe.executedPlan.executeCollect()
+      catch {
+        case e: org.apache.spark.SparkException =>
+          val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
+          throw Errors.corruptLogFile(
+            segment.table,
+            s"the log ($range up to ${segment.version})",
+            Option(e.getCause).getOrElse(e)
+          )
+      }
     val interner = new Replay.Interner
     val files = rows.map(r => toLiveFile(r, interner))
     (files, scannedRows(qe.executedPlan))

@@ -125,6 +125,15 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
       }
     }
 
+  /**
+   * [[tableMeta]], after checking that every checkpoint file of the segment can be opened, so
+   * that a corrupt checkpoint is found (and skipped) before any replay starts.
+   */
+  def checkedMeta(): TableMeta = {
+    segment.checkpoint.filterNot(_.getPath.getName.endsWith(".json")).foreach(footerSchema)
+    tableMeta()
+  }
+
   // ---------------------------------------------------------------- file actions
 
   /** Adds and removes of the commits after the checkpoint, in log order. */

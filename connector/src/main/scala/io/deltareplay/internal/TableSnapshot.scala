@@ -39,10 +39,41 @@ private[deltareplay] object TableSnapshot {
     val qualified = raw.getFileSystem(hadoopConf).makeQualified(raw)
     if (version.isDefined && timestamp.isDefined) throw Errors.bothVersionAndTimestamp(path)
     val pinned = version.orElse(timestamp.map(ts => versionAt(spark, qualified, ts)))
-    val segment = LogSegment.load(qualified, pinned, hadoopConf)
-    val meta = new LogReader(spark, segment).tableMeta()
+    val listing = LogSegment.list(qualified, hadoopConf)
+    val (segment, meta) = loadSegment(spark, listing, pinned, Set.empty)
     DeltaAdapter.checkReadable(segment.table, meta)
     TableSnapshot(segment, meta, (System.nanoTime() - started) / 1000000)
+  }
+
+  /**
+   * The segment and its protocol/metadata. A checkpoint that cannot be read is skipped in favour
+   * of an older one (or of commit 0), as delta-spark does; with nothing to fall back to, the
+   * error names the unreadable file.
+   */
+  @scala.annotation.tailrec
+  private def loadSegment(
+      spark: SparkSession,
+      listing: LogSegment.Listing,
+      version: Option[Long],
+      excluded: Set[Long]
+  ): (LogSegment, TableMeta) = {
+    val segment = LogSegment.forVersion(listing, version, excluded)
+    val attempt =
+      try Right(segment -> new LogReader(spark, segment).checkedMeta())
+      catch {
+        case e: Errors.DeltaReplayException
+            if segment.checkpointVersion.isDefined && e.getMessage.contains(".checkpoint.") =>
+          Left(e)
+      }
+    attempt match {
+      case Right(ok) => ok
+      case Left(e) =>
+        val fallback =
+          try Some(LogSegment.forVersion(listing, version, excluded + segment.checkpointVersion.get))
+          catch { case _: Errors.DeltaReplayException => None }
+        if (fallback.isEmpty) throw e
+        loadSegment(spark, listing, version, excluded + segment.checkpointVersion.get)
+    }
   }
 
   private def versionAt(spark: SparkSession, path: Path, timestamp: String): Long = {

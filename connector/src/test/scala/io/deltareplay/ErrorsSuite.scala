@@ -1,0 +1,178 @@
+package io.deltareplay
+
+import java.io.File
+
+import io.deltareplay.test.{DeltaOracle, LogFixtures}
+import org.apache.spark.sql.delta.DeltaLog
+import org.scalatest.funsuite.AnyFunSuite
+
+/** Bad input gets a clear error naming the table and the problem; recoverable logs recover. */
+class ErrorsSuite extends AnyFunSuite with DeltaOracle {
+
+  private def write(path: String, commits: Int, checkpointInterval: Option[Int] = None): Unit =
+    (0 until commits).foreach { i =>
+      val w = spark.range(i * 10, (i + 1) * 10).selectExpr("id", "cast(id % 3 as int) as g").coalesce(1)
+        .write.format("delta").mode("append")
+      checkpointInterval.filter(_ => i == 0).fold(w)(n => w.option("delta.checkpointInterval", n.toString)).save(path)
+    }
+
+  private def error(path: String, options: Map[String, String] = Map.empty): String =
+    replayModes.map { mode =>
+      withReplayMode(mode) {
+        val e = intercept[Exception](ours(path, options).collect())
+        val msg = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" / ")
+        assert(msg.contains("[delta-replay]") || msg.contains("DELTA_"), s"[$mode] unclear error: $msg")
+        msg
+      }
+    }.head
+
+  test("a path that is not a Delta table") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/plain"
+      spark.range(3).write.parquet(path)
+      val msg = error(path)
+      assert(msg.contains("is not a Delta table") && msg.contains(path))
+    }
+  }
+
+  test("a missing commit file in the segment names the version") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 5)
+      assert(LogFixtures.commitFile(path, 2).delete())
+      val msg = error(path)
+      assert(msg.contains("no commit file for version 2"), msg)
+      assert(msg.contains(path), msg)
+    }
+  }
+
+  test("a truncated commit names the file") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 3)
+      val last = LogFixtures.commitFile(path, 2)
+      LogFixtures.truncate(last, 0.6)
+      withReplayMode("local") {
+        val e = intercept[Exception](ours(path).collect())
+        assert(e.getMessage.contains("00000000000000000002.json") && e.getMessage.contains("corrupt"), e.getMessage)
+      }
+      withConf("spark.deltareplay.replay.mode" -> "distributed") {
+        val e = intercept[Exception](ours(path).collect())
+        assert(e.getMessage.contains("[delta-replay]") && e.getMessage.contains("corrupt"), e.getMessage)
+      }
+    }
+  }
+
+  test("a corrupt checkpoint with nothing older to fall back to names the checkpoint") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 6, checkpointInterval = Some(3))
+      val checkpoint = new File(LogFixtures.logDir(path), f"${3L}%020d.checkpoint.parquet")
+      assert(checkpoint.exists())
+      (0 to 3).foreach(v => LogFixtures.commitFile(path, v).delete())
+      java.nio.file.Files.write(checkpoint.toPath, "not parquet at all".getBytes)
+      val msg = error(path)
+      assert(msg.contains("00000000000000000003.checkpoint.parquet"), msg)
+    }
+  }
+
+  test("recovery: a corrupt checkpoint with commit 0 still present falls back to the commits") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 6, checkpointInterval = Some(3))
+      val checkpoint = new File(LogFixtures.logDir(path), f"${3L}%020d.checkpoint.parquet")
+      java.nio.file.Files.write(checkpoint.toPath, "not parquet at all".getBytes)
+      replayModes.foreach { mode =>
+        withReplayMode(mode)(assert(ours(path).count() === 60))
+      }
+    }
+  }
+
+  test("an unknown reader feature is named") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 1)
+      LogFixtures.writeCommit(
+        path,
+        1,
+        Seq(
+          LogFixtures.commitInfo,
+          """{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["fancyNewFeature"],"writerFeatures":["fancyNewFeature"]}}"""
+        )
+      )
+      val e = intercept[Exception](ours(path).collect())
+      assert(e.getMessage.contains("fancyNewFeature") && e.getMessage.contains(path), e.getMessage)
+    }
+  }
+
+  test("versions and timestamps out of range") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 3)
+      val tooNew = error(path, Map("versionAsOf" -> "7"))
+      assert(tooNew.contains("version 7") && tooNew.contains("newest version is 2"), tooNew)
+      val negative = intercept[Exception](ours(path, Map("versionAsOf" -> "-1")).collect())
+      assert(negative.getMessage.contains("-1"))
+      val future = intercept[Exception](ours(path, Map("timestampAsOf" -> "2999-01-01 00:00:00")).collect())
+      assert(future.getMessage.contains("2999-01-01"), future.getMessage)
+      val both = intercept[Exception](ours(path, Map("versionAsOf" -> "1", "timestampAsOf" -> "2020-01-01")).collect())
+      assert(both.getMessage.contains("not both"))
+    }
+  }
+
+  test("recovery: _last_checkpoint names a checkpoint that is missing") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 7, checkpointInterval = Some(3))
+      new File(LogFixtures.logDir(path), f"${6L}%020d.checkpoint.parquet").delete()
+      assert(LogFixtures.readLines(new File(LogFixtures.logDir(path), "_last_checkpoint")).head.contains("\"version\":6"))
+      DeltaLog.clearCache()
+      val m = assertSameAsV1(path)
+      assert(m("local").logSegment.startsWith("classic checkpoint 3"), m("local").logSegment)
+    }
+  }
+
+  test("recovery: an incomplete multi-part checkpoint next to a complete older one") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      withConf("spark.databricks.delta.checkpoint.partSize" -> "1") {
+        write(path, 3)
+        DeltaLog.forTable(spark, path).checkpoint()
+        write(path, 3)
+        DeltaLog.forTable(spark, path).checkpoint()
+      }
+      val parts = LogFixtures.logDir(path).listFiles().filter(_.getName.startsWith(f"${5L}%020d.checkpoint."))
+      assert(parts.length > 1)
+      parts.head.delete()
+      DeltaLog.clearCache()
+      val m = assertSameAsV1(path)
+      assert(m("local").logSegment.startsWith("multi-part checkpoint 2"), m("local").logSegment)
+    }
+  }
+
+  test("VACUUM: time travel to vacuumed data names a missing file; cleaned-up log names the earliest version") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 2)
+      spark.range(100, 110).selectExpr("id", "cast(id % 3 as int) as g").write.format("delta").mode("overwrite").save(path)
+      withConf("spark.databricks.delta.retentionDurationCheck.enabled" -> "false") {
+        spark.sql(s"VACUUM delta.`$path` RETAIN 0 HOURS").collect()
+      }
+      replayModes.foreach { mode =>
+        withReplayMode(mode) {
+          val e = intercept[Exception](ours(path, Map("versionAsOf" -> "1")).collect())
+          assert(e.getMessage.contains("does not exist") && e.getMessage.contains(".parquet"), e.getMessage)
+        }
+      }
+      assert(ours(path).count() === 10)
+    }
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 8, checkpointInterval = Some(4))
+      (0 to 3).foreach(v => LogFixtures.commitFile(path, v).delete())
+      val msg = error(path, Map("versionAsOf" -> "2"))
+      assert(msg.contains("earliest readable version is 4"), msg)
+      assert(ours(path, Map("versionAsOf" -> "5")).count() === 60)
+    }
+  }
+}
