@@ -63,7 +63,11 @@ lazy val connector = (project in file("connector"))
     Test / fork := true,
     Test / parallelExecution := false,
     Test / testForkedParallel := false,
-    Test / envVars := Map("SPARK_HOME" -> sparkHome.value.getAbsolutePath, "SPARK_LOCAL_IP" -> "127.0.0.1"),
+    Test / envVars := Map(
+      "SPARK_HOME" -> sparkHome.value.getAbsolutePath,
+      "SPARK_SCALA_VERSION" -> "2.13",
+      "SPARK_LOCAL_IP" -> "127.0.0.1"
+    ),
     Test / javaOptions ++= jdk17Opens ++ Seq(
       "-Xmx4g",
       "-Xss4m",

@@ -1,0 +1,54 @@
+package io.deltareplay
+
+import scala.collection.mutable
+
+import io.deltareplay.test.{DeltaOracle, LocalClusterSparkSession}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart, SparkListenerTaskEnd}
+import org.scalatest.funsuite.AnyFunSuite
+
+/** Distributed replay on local-cluster: replay tasks run in executor JVMs, results match V1. */
+class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with DeltaOracle {
+
+  test("distributed replay runs in executor JVMs and matches V1") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      (0 until 6).foreach { i =>
+        spark.range(i * 100, (i + 1) * 100).selectExpr("id", "cast(id % 4 as int) as g").repartition(2)
+          .write.format("delta").mode("append").option("delta.checkpointInterval", "3")
+          .option("delta.enableDeletionVectors", "true").save(path)
+      }
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 9 = 0").collect()
+
+      val replayExecutors = mutable.Set.empty[String]
+      val replayJobs = mutable.Set.empty[Int]
+      val stageToJob = mutable.Map.empty[Int, Int]
+      val listener = new SparkListener {
+        override def onJobStart(e: SparkListenerJobStart): Unit = synchronized {
+          val group = Option(e.properties).map(_.getProperty("spark.jobGroup.id")).orNull
+          if (group != null && group.startsWith("delta-replay-")) {
+            replayJobs += e.jobId
+            e.stageIds.foreach(s => stageToJob(s) = e.jobId)
+          }
+        }
+        override def onTaskEnd(e: SparkListenerTaskEnd): Unit = synchronized {
+          if (stageToJob.contains(e.stageId)) replayExecutors += e.taskInfo.executorId
+        }
+      }
+      spark.sparkContext.addSparkListener(listener)
+      try {
+        Seq("0", "67108864").foreach { tail =>
+          withConf("spark.deltareplay.replay.tailFastPathMaxBytes" -> tail) {
+            val m = assertSameAsV1(path, modes = Seq("distributed"))
+            assert(m("distributed").replayTasks > 0)
+          }
+        }
+        assertSameAsV1(path, query = _.where("g = 2 AND id > 250"))
+      } finally {
+        org.apache.spark.ListenerBusAccess.waitUntilEmpty(spark.sparkContext)
+        spark.sparkContext.removeSparkListener(listener)
+      }
+      assert(replayJobs.nonEmpty, "no replay job ran")
+      assert(replayExecutors.nonEmpty && !replayExecutors.contains("driver"), s"replay tasks ran on $replayExecutors")
+    }
+  }
+}
