@@ -35,7 +35,8 @@ val jdk17Opens = Seq(
 )
 
 /** The pyspark installation that local-cluster executors are launched from. */
-val sparkHome = settingKey[File]("SPARK_HOME for local-cluster test executors (the pyspark package)")
+val sparkHome =
+  settingKey[File]("SPARK_HOME for local-cluster test executors (the pyspark package)")
 
 lazy val connector = (project in file("connector"))
   .settings(
@@ -96,7 +97,11 @@ lazy val connector = (project in file("connector"))
       val opts = (Test / javaOptions).value.toVector
       val env = (Test / envVars).value
       def group(name: String, ts: Seq[TestDefinition]) =
-        Tests.Group(name, ts, Tests.SubProcess(ForkOptions().withRunJVMOptions(opts).withEnvVars(env)))
+        Tests.Group(
+          name,
+          ts,
+          Tests.SubProcess(ForkOptions().withRunJVMOptions(opts).withEnvVars(env))
+        )
       val (cluster, local) = tests.partition(_.name.endsWith("ClusterSuite"))
       val localGroup = if (local.isEmpty) Nil else Seq(group("local", local))
       localGroup ++ cluster.map(t => group(t.name, Seq(t)))

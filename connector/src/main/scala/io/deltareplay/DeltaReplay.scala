@@ -17,8 +17,8 @@ import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 object DeltaReplay {
 
   /**
-   * What replay and skipping did for each delta-replay scan in the plan of `df`, as a JSON
-   * array. Plans the query (replay and file skipping run; no data is read).
+   * What replay and skipping did for each delta-replay scan in the plan of `df`, as a JSON array.
+   * Plans the query (replay and file skipping run; no data is read).
    */
   def scanMetricsJson(df: Dataset[_]): String =
     scans(df.queryExecution.executedPlan).map(_.metrics.toJson).mkString("[", ",", "]")

@@ -12,9 +12,9 @@ import org.apache.spark.sql.SparkSessionExtensions
  *
  * The rewrite runs when a query is about to be optimized (a plan normalization rule), so the
  * analyzed plan still holds delta-spark's relation: `DeltaTable.merge/update/delete`, which take
- * their target from the analyzed plan, and delta-spark's own scans inside MERGE, UPDATE,
- * DELETE and OPTIMIZE stay with delta-spark. Turn routing off with
- * `spark.deltareplay.enabled=false`, or for one read with option `deltareplay.route=false`.
+ * their target from the analyzed plan, and delta-spark's own scans inside MERGE, UPDATE, DELETE and
+ * OPTIMIZE stay with delta-spark. Turn routing off with `spark.deltareplay.enabled=false`, or for
+ * one read with option `deltareplay.route=false`.
  */
 class DeltaReplayExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {

@@ -4,8 +4,8 @@ package io.deltareplay
  * Read options and session configuration keys of the delta-replay connector.
  *
  * Per-read options (`spark.read.format("delta-replay").option(...)`) override session keys
- * (`spark.conf.set("spark.deltareplay....", ...)`), which override the defaults below. Every key
- * is documented in `docs/configuration.md`.
+ * (`spark.conf.set("spark.deltareplay....", ...)`), which override the defaults below. Every key is
+ * documented in `docs/configuration.md`.
  *
  * {{{
  *   spark.conf.set(DeltaReplayOptions.ReplayModeKey, "distributed")
@@ -31,8 +31,8 @@ object DeltaReplayOptions {
 
   /**
    * Distributed mode: the commits after the checkpoint are reconciled on the driver and the
-   * checkpoint is filtered map-side (no shuffle) when they hold at most this many bytes;
-   * otherwise the keyed window replay runs over everything.
+   * checkpoint is filtered map-side (no shuffle) when they hold at most this many bytes; otherwise
+   * the keyed window replay runs over everything.
    */
   val TailFastPathMaxBytes = "replay.tailFastPathMaxBytes"
 
@@ -63,7 +63,9 @@ object DeltaReplayOptions {
     Enabled -> "true"
   )
 
-  /** Read options this connector understands; any other option sends a routed read to delta-spark. */
+  /**
+   * Read options this connector understands; any other option sends a routed read to delta-spark.
+   */
   val KnownReadOptions: Set[String] = Set(
     VersionAsOf,
     TimestampAsOf,

@@ -20,8 +20,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
  *   spark.read.format("delta-replay").option("versionAsOf", 3).load("/data/events")
  * }}}
  *
- * With [[DeltaReplayExtension]] in `spark.sql.extensions`, plain `format("delta")` reads go
- * through it as well.
+ * With [[DeltaReplayExtension]] in `spark.sql.extensions`, plain `format("delta")` reads go through
+ * it as well.
  */
 class DeltaReplaySource extends TableProvider with DataSourceRegister {
   @volatile private var loaded: Option[(Map[String, String], TableSnapshot)] = None

@@ -148,13 +148,20 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
   test("deletion vectors from DELETE, UPDATE and MERGE, then OPTIMIZE and REORG PURGE") {
     withTempDir { dir =>
       val path = table(dir)
-      spark.range(0, 400).selectExpr("id", "cast(id % 5 as int) as g", "cast(id as string) as s")
-        .repartition(2).write.format("delta")
-        .option("delta.enableDeletionVectors", "true").save(path)
+      spark
+        .range(0, 400)
+        .selectExpr("id", "cast(id % 5 as int) as g", "cast(id as string) as s")
+        .repartition(2)
+        .write
+        .format("delta")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
       sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3")
       val afterDelete = latestVersion(path)
       sql(s"UPDATE delta.`$path` SET s = 'updated' WHERE id % 10 = 4")
-      spark.range(390, 420).selectExpr("id", "cast(7 as int) as g", "'merged' as s")
+      spark
+        .range(390, 420)
+        .selectExpr("id", "cast(7 as int) as g", "'merged' as s")
         .createOrReplaceTempView("src")
       sql(
         s"MERGE INTO delta.`$path` t USING src ON t.id = src.id " +
@@ -177,21 +184,29 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
   test("partitions: nulls, special characters, dates and timestamps; pruning counts") {
     withTempDir { dir =>
       val path = table(dir)
-      spark.sql(
-        """SELECT id,
+      spark
+        .sql(
+          """SELECT id,
           |  CASE WHEN id % 4 = 0 THEN NULL ELSE concat('p/ =%', cast(id % 3 as string)) END AS k,
           |  date_add(DATE'2024-02-27', cast(id % 3 as int)) AS d,
           |  timestamp'2024-01-01 10:30:00' + make_interval(0, 0, 0, 0, cast(id % 2 as int), 0, 0) AS ts,
           |  id * 1.5 AS v
           |FROM range(0, 60)""".stripMargin
-      ).write.format("delta").partitionBy("k", "d", "ts").save(path)
+        )
+        .write
+        .format("delta")
+        .partitionBy("k", "d", "ts")
+        .save(path)
       assertSameAsV1(path)
       val metrics = assertSameAsV1(path, query = _.where("k IS NULL AND d = DATE'2024-02-28'"))
       metrics.values.foreach { m =>
         assert(m.filesAfterPartitionPruning < m.liveFiles, m)
         assert(m.filesAfterPartitionPruning > 0, m)
       }
-      assertSameAsV1(path, query = _.where("ts > timestamp'2024-01-01 10:45:00'").select("id", "ts"))
+      assertSameAsV1(
+        path,
+        query = _.where("ts > timestamp'2024-01-01 10:45:00'").select("id", "ts")
+      )
       assertSameAsV1(path, query = _.where(col("k") === "p/ =%1"))
     }
   }
@@ -201,8 +216,13 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       val path = table(dir)
       sql(s"CREATE TABLE delta.`$path` (id BIGINT, name STRING) USING delta CLUSTER BY (id)")
       (0 until 3).foreach { i =>
-        spark.range(i * 100, (i + 1) * 100).selectExpr("id", "cast(id as string) as name")
-          .write.format("delta").mode("append").save(path)
+        spark
+          .range(i * 100, (i + 1) * 100)
+          .selectExpr("id", "cast(id as string) as name")
+          .write
+          .format("delta")
+          .mode("append")
+          .save(path)
       }
       sql(s"OPTIMIZE delta.`$path`")
       assertSameAsV1(path)
@@ -218,7 +238,9 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
           s"CREATE TABLE delta.`$path` (id BIGINT, p STRING, info STRUCT<a: INT, b: STRING>) " +
             s"USING delta PARTITIONED BY (p) TBLPROPERTIES ('delta.columnMapping.mode' = '$mode')"
         )
-        sql(s"INSERT INTO delta.`$path` VALUES (1, 'x', named_struct('a', 1, 'b', 'one')), (2, 'y', null)")
+        sql(
+          s"INSERT INTO delta.`$path` VALUES (1, 'x', named_struct('a', 1, 'b', 'one')), (2, 'y', null)"
+        )
         sql(s"ALTER TABLE delta.`$path` RENAME COLUMN id TO key")
         sql(s"ALTER TABLE delta.`$path` ADD COLUMNS (extra DOUBLE)")
         sql(s"INSERT INTO delta.`$path` VALUES (3, 'x', named_struct('a', 3, 'b', 'three'), 3.5)")
@@ -235,8 +257,14 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
     withTempDir { dir =>
       val path = table(dir)
       append(path, 0, 10)
-      spark.range(10, 20).selectExpr("id", "cast(id % 7 as int) as bucket", "'n' as name", "id * 2 as extra")
-        .write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+      spark
+        .range(10, 20)
+        .selectExpr("id", "cast(id % 7 as int) as bucket", "'n' as name", "id * 2 as extra")
+        .write
+        .format("delta")
+        .mode("append")
+        .option("mergeSchema", "true")
+        .save(path)
       assertSameAsV1(path)
       assertSameAsV1(path, query = _.where("extra IS NULL"))
     }
@@ -245,7 +273,9 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
   test("type widening: a widened column read from old and new files") {
     withTempDir { dir =>
       val path = table(dir)
-      sql(s"CREATE TABLE delta.`$path` (id INT, v SHORT) USING delta TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+      sql(
+        s"CREATE TABLE delta.`$path` (id INT, v SHORT) USING delta TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
+      )
       sql(s"INSERT INTO delta.`$path` VALUES (1, 10), (2, 20)")
       sql(s"ALTER TABLE delta.`$path` ALTER COLUMN id TYPE BIGINT")
       sql(s"ALTER TABLE delta.`$path` ALTER COLUMN v TYPE INT")
@@ -259,9 +289,18 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
     withTempDir { dir =>
       val path = table(dir)
       (0 until 6).foreach { i =>
-        spark.range(i * 100, (i + 1) * 100)
-          .selectExpr("id", "CASE WHEN id < 100 THEN NULL ELSE concat('s', id) END AS s", "date_add(DATE'2024-01-01', cast(id / 100 as int)) AS d")
-          .coalesce(1).write.format("delta").mode("append").save(path)
+        spark
+          .range(i * 100, (i + 1) * 100)
+          .selectExpr(
+            "id",
+            "CASE WHEN id < 100 THEN NULL ELSE concat('s', id) END AS s",
+            "date_add(DATE'2024-01-01', cast(id / 100 as int)) AS d"
+          )
+          .coalesce(1)
+          .write
+          .format("delta")
+          .mode("append")
+          .save(path)
       }
       def files(q: org.apache.spark.sql.DataFrame => org.apache.spark.sql.DataFrame): Long = {
         val m = assertSameAsV1(path, query = q)
@@ -290,11 +329,17 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       withTempDir { dir =>
         val path = table(dir)
         append(path, 0, 10)
-        sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.enableInCommitTimestamps' = '$ict')")
+        sql(
+          s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.enableInCommitTimestamps' = '$ict')"
+        )
         Thread.sleep(1100)
         append(path, 10, 20)
-        val history = spark.sql(s"DESCRIBE HISTORY delta.`$path`").select("version", "timestamp")
-          .collect().map(r => r.getLong(0) -> r.getTimestamp(1)).toMap
+        val history = spark
+          .sql(s"DESCRIBE HISTORY delta.`$path`")
+          .select("version", "timestamp")
+          .collect()
+          .map(r => r.getLong(0) -> r.getTimestamp(1))
+          .toMap
         val v2 = history(2L).toString
         val expected = sorted(v1(path, Map("timestampAsOf" -> v2)))
         replayModes.foreach { mode =>

@@ -11,17 +11,32 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
 
   private def write(path: String, commits: Int, checkpointInterval: Option[Int] = None): Unit =
     (0 until commits).foreach { i =>
-      val w = spark.range(i * 10, (i + 1) * 10).selectExpr("id", "cast(id % 3 as int) as g").coalesce(1)
-        .write.format("delta").mode("append")
-      checkpointInterval.filter(_ => i == 0).fold(w)(n => w.option("delta.checkpointInterval", n.toString)).save(path)
+      val w = spark
+        .range(i * 10, (i + 1) * 10)
+        .selectExpr("id", "cast(id % 3 as int) as g")
+        .coalesce(1)
+        .write
+        .format("delta")
+        .mode("append")
+      checkpointInterval
+        .filter(_ => i == 0)
+        .fold(w)(n => w.option("delta.checkpointInterval", n.toString))
+        .save(path)
     }
 
   private def error(path: String, options: Map[String, String] = Map.empty): String =
     replayModes.map { mode =>
       withReplayMode(mode) {
         val e = intercept[Exception](ours(path, options).collect())
-        val msg = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" / ")
-        assert(msg.contains("[delta-replay]") || msg.contains("DELTA_"), s"[$mode] unclear error: $msg")
+        val msg = Iterator
+          .iterate[Throwable](e)(_.getCause)
+          .takeWhile(_ != null)
+          .map(_.getMessage)
+          .mkString(" / ")
+        assert(
+          msg.contains("[delta-replay]") || msg.contains("DELTA_"),
+          s"[$mode] unclear error: $msg"
+        )
         msg
       }
     }.head
@@ -54,11 +69,17 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       LogFixtures.truncate(last, 0.6)
       withReplayMode("local") {
         val e = intercept[Exception](ours(path).collect())
-        assert(e.getMessage.contains("00000000000000000002.json") && e.getMessage.contains("corrupt"), e.getMessage)
+        assert(
+          e.getMessage.contains("00000000000000000002.json") && e.getMessage.contains("corrupt"),
+          e.getMessage
+        )
       }
       withConf("spark.deltareplay.replay.mode" -> "distributed") {
         val e = intercept[Exception](ours(path).collect())
-        assert(e.getMessage.contains("[delta-replay]") && e.getMessage.contains("corrupt"), e.getMessage)
+        assert(
+          e.getMessage.contains("[delta-replay]") && e.getMessage.contains("corrupt"),
+          e.getMessage
+        )
       }
     }
   }
@@ -113,9 +134,12 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       assert(tooNew.contains("version 7") && tooNew.contains("newest version is 2"), tooNew)
       val negative = intercept[Exception](ours(path, Map("versionAsOf" -> "-1")).collect())
       assert(negative.getMessage.contains("-1"))
-      val future = intercept[Exception](ours(path, Map("timestampAsOf" -> "2999-01-01 00:00:00")).collect())
+      val future =
+        intercept[Exception](ours(path, Map("timestampAsOf" -> "2999-01-01 00:00:00")).collect())
       assert(future.getMessage.contains("2999-01-01"), future.getMessage)
-      val both = intercept[Exception](ours(path, Map("versionAsOf" -> "1", "timestampAsOf" -> "2020-01-01")).collect())
+      val both = intercept[Exception](
+        ours(path, Map("versionAsOf" -> "1", "timestampAsOf" -> "2020-01-01")).collect()
+      )
       assert(both.getMessage.contains("not both"))
     }
   }
@@ -125,7 +149,12 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       val path = dir.getAbsolutePath + "/t"
       write(path, 7, checkpointInterval = Some(3))
       new File(LogFixtures.logDir(path), f"${6L}%020d.checkpoint.parquet").delete()
-      assert(LogFixtures.readLines(new File(LogFixtures.logDir(path), "_last_checkpoint")).head.contains("\"version\":6"))
+      assert(
+        LogFixtures
+          .readLines(new File(LogFixtures.logDir(path), "_last_checkpoint"))
+          .head
+          .contains("\"version\":6")
+      )
       DeltaLog.clearCache()
       val m = assertSameAsV1(path)
       assert(m("local").logSegment.startsWith("classic checkpoint 3"), m("local").logSegment)
@@ -141,7 +170,8 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
         write(path, 3)
         DeltaLog.forTable(spark, path).checkpoint()
       }
-      val parts = LogFixtures.logDir(path).listFiles().filter(_.getName.startsWith(f"${5L}%020d.checkpoint."))
+      val parts =
+        LogFixtures.logDir(path).listFiles().filter(_.getName.startsWith(f"${5L}%020d.checkpoint."))
       assert(parts.length > 1)
       parts.head.delete()
       DeltaLog.clearCache()
@@ -150,18 +180,29 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
-  test("VACUUM: time travel to vacuumed data names a missing file; cleaned-up log names the earliest version") {
+  test(
+    "VACUUM: time travel to vacuumed data names a missing file; cleaned-up log names the earliest version"
+  ) {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
       write(path, 2)
-      spark.range(100, 110).selectExpr("id", "cast(id % 3 as int) as g").write.format("delta").mode("overwrite").save(path)
+      spark
+        .range(100, 110)
+        .selectExpr("id", "cast(id % 3 as int) as g")
+        .write
+        .format("delta")
+        .mode("overwrite")
+        .save(path)
       withConf("spark.databricks.delta.retentionDurationCheck.enabled" -> "false") {
         spark.sql(s"VACUUM delta.`$path` RETAIN 0 HOURS").collect()
       }
       replayModes.foreach { mode =>
         withReplayMode(mode) {
           val e = intercept[Exception](ours(path, Map("versionAsOf" -> "1")).collect())
-          assert(e.getMessage.contains("does not exist") && e.getMessage.contains(".parquet"), e.getMessage)
+          assert(
+            e.getMessage.contains("does not exist") && e.getMessage.contains(".parquet"),
+            e.getMessage
+          )
         }
       }
       assert(ours(path).count() === 10)

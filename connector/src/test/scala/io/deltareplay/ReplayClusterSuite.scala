@@ -13,9 +13,16 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
       (0 until 6).foreach { i =>
-        spark.range(i * 100, (i + 1) * 100).selectExpr("id", "cast(id % 4 as int) as g").repartition(2)
-          .write.format("delta").mode("append").option("delta.checkpointInterval", "3")
-          .option("delta.enableDeletionVectors", "true").save(path)
+        spark
+          .range(i * 100, (i + 1) * 100)
+          .selectExpr("id", "cast(id % 4 as int) as g")
+          .repartition(2)
+          .write
+          .format("delta")
+          .mode("append")
+          .option("delta.checkpointInterval", "3")
+          .option("delta.enableDeletionVectors", "true")
+          .save(path)
       }
       spark.sql(s"DELETE FROM delta.`$path` WHERE id % 9 = 0").collect()
 
@@ -48,7 +55,10 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
         spark.sparkContext.removeSparkListener(listener)
       }
       assert(replayJobs.nonEmpty, "no replay job ran")
-      assert(replayExecutors.nonEmpty && !replayExecutors.contains("driver"), s"replay tasks ran on $replayExecutors")
+      assert(
+        replayExecutors.nonEmpty && !replayExecutors.contains("driver"),
+        s"replay tasks ran on $replayExecutors"
+      )
     }
   }
 }

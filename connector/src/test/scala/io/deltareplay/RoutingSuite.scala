@@ -10,13 +10,27 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
   private def routed(df: org.apache.spark.sql.DataFrame): Boolean = deltaReplayScans(df).nonEmpty
 
   private def make(path: String, n: Int = 50): Unit =
-    spark.range(0, n).selectExpr("id", "cast(id % 5 as string) as p").write.format("delta").partitionBy("p").save(path)
+    spark
+      .range(0, n)
+      .selectExpr("id", "cast(id % 5 as string) as p")
+      .write
+      .format("delta")
+      .partitionBy("p")
+      .save(path)
 
-  test("format(\"delta\"), SQL delta.`path`, catalog tables and time travel read through the connector") {
+  test(
+    "format(\"delta\"), SQL delta.`path`, catalog tables and time travel read through the connector"
+  ) {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
       make(path)
-      spark.range(50, 60).selectExpr("id", "cast(id % 5 as string) as p").write.format("delta").mode("append").save(path)
+      spark
+        .range(50, 60)
+        .selectExpr("id", "cast(id % 5 as string) as p")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
       val plain = spark.read.format("delta").load(path)
       assert(routed(plain) && plain.count() === 60)
       assert(deltaReplayScans(plain).head.snapshot.version === 1)
@@ -40,7 +54,13 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
       val path = dir.getAbsolutePath + "/t"
       make(path, 10)
       val left = spark.read.format("delta").load(path)
-      spark.range(100, 110).selectExpr("id", "'x' as p").write.format("delta").mode("append").save(path)
+      spark
+        .range(100, 110)
+        .selectExpr("id", "'x' as p")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
       val joined = left.as("a").join(left.as("b"), "id")
       assert(routed(joined))
       assert(deltaReplayScans(joined).map(_.snapshot.version).toSet === Set(0L))
@@ -48,36 +68,61 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
-  test("MERGE, UPDATE, DELETE (SQL and DeltaTable API) and OPTIMIZE keep working and match the extension-off result") {
+  test(
+    "MERGE, UPDATE, DELETE (SQL and DeltaTable API) and OPTIMIZE keep working and match the extension-off result"
+  ) {
     def workload(path: String): Seq[String] = {
       make(path, 40)
       val t = DeltaTable.forPath(spark, path)
-      t.as("t").merge(spark.range(30, 50).selectExpr("id", "'m' as p").as("s"), "t.id = s.id")
-        .whenMatched().updateAll().whenNotMatched().insertAll().execute()
-      t.update(org.apache.spark.sql.functions.expr("id < 5"), Map("p" -> org.apache.spark.sql.functions.lit("u")))
+      t.as("t")
+        .merge(spark.range(30, 50).selectExpr("id", "'m' as p").as("s"), "t.id = s.id")
+        .whenMatched()
+        .updateAll()
+        .whenNotMatched()
+        .insertAll()
+        .execute()
+      t.update(
+        org.apache.spark.sql.functions.expr("id < 5"),
+        Map("p" -> org.apache.spark.sql.functions.lit("u"))
+      )
       spark.sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 0")
-      spark.sql(s"MERGE INTO delta.`$path` t USING (SELECT 1000L AS id, 'z' AS p) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+      spark.sql(
+        s"MERGE INTO delta.`$path` t USING (SELECT 1000L AS id, 'z' AS p) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+      )
       spark.sql(s"OPTIMIZE delta.`$path`")
       sorted(v1(path))
     }
     withTempDir { dir =>
       val on = workload(dir.getAbsolutePath + "/on")
-      val off = withConf("spark.deltareplay.enabled" -> "false")(workload(dir.getAbsolutePath + "/off"))
+      val off =
+        withConf("spark.deltareplay.enabled" -> "false")(workload(dir.getAbsolutePath + "/off"))
       assert(on === off)
       assert(on.size === 43)
     }
   }
 
-  test("routing off per session and per read; unknown options and change data feed go to delta-spark") {
+  test(
+    "routing off per session and per read; unknown options and change data feed go to delta-spark"
+  ) {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
-      spark.range(0, 10).selectExpr("id").write.format("delta").option("delta.enableChangeDataFeed", "true").save(path)
+      spark
+        .range(0, 10)
+        .selectExpr("id")
+        .write
+        .format("delta")
+        .option("delta.enableChangeDataFeed", "true")
+        .save(path)
       withConf("spark.deltareplay.enabled" -> "false") {
         assert(!routed(spark.read.format("delta").load(path)))
       }
       assert(!routed(spark.read.format("delta").option("deltareplay.route", "false").load(path)))
       assert(!routed(spark.read.format("delta").option("someUnknownOption", "1").load(path)))
-      val cdf = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 0).load(path)
+      val cdf = spark.read
+        .format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 0)
+        .load(path)
       assert(!routed(cdf))
       assert(cdf.columns.contains("_change_type"))
       assert(routed(spark.read.format("delta").load(path)))

@@ -6,8 +6,8 @@ import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.types._
 
 /**
- * How to read file actions out of one checkpoint Parquet file, given its footer schema:
- * `add.stats` (JSON) when present, else `add.stats_parsed` turned into the same JSON.
+ * How to read file actions out of one checkpoint Parquet file, given its footer schema: `add.stats`
+ * (JSON) when present, else `add.stats_parsed` turned into the same JSON.
  */
 private[deltareplay] case class CheckpointSchema(readSchema: StructType, hasStatsParsed: Boolean) {
   import CheckpointSchema._
@@ -17,10 +17,12 @@ private[deltareplay] case class CheckpointSchema(readSchema: StructType, hasStat
     else {
       val addType = readSchema("add").dataType.asInstanceOf[StructType]
       val parsedType = addType(StatsParsedField).dataType
-      Some(StructsToJson(Map.empty[String, String], BoundReference(0, parsedType, true), Some("UTC")))
+      Some(
+        StructsToJson(Map.empty[String, String], BoundReference(0, parsedType, true), Some("UTC"))
+      )
     }
 
-  def toAction(version: Long, row: InternalRow): Option[RawAction] = {
+  def toAction(version: Long, row: InternalRow): Option[RawAction] =
     if (!row.isNullAt(0)) {
       val addType = readSchema("add").dataType.asInstanceOf[StructType]
       val add = row.getStruct(0, addType.length)
@@ -62,7 +64,6 @@ private[deltareplay] case class CheckpointSchema(readSchema: StructType, hasStat
         )
       )
     } else None
-  }
 
   private def statsParsedArity(addType: StructType): Int =
     addType(StatsParsedField).dataType.asInstanceOf[StructType].length
@@ -88,7 +89,8 @@ private[deltareplay] object CheckpointSchema {
     val keys = m.keyArray()
     val values = m.valueArray()
     (0 until m.numElements()).map { i =>
-      keys.getUTF8String(i).toString -> (if (values.isNullAt(i)) null else values.getUTF8String(i).toString)
+      keys.getUTF8String(i).toString -> (if (values.isNullAt(i)) null
+                                         else values.getUTF8String(i).toString)
     }.toMap
   }
 

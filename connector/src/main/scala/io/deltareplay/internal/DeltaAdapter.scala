@@ -21,8 +21,8 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * Everything the connector takes from delta-spark's internal (non-public) API, in one file, so a
- * Delta upgrade touches one place. Reused from delta-spark: the protocol/metadata action model
- * and its JSON parsing, column-mapping schema translation, deletion-vector loading (inline and
+ * Delta upgrade touches one place. Reused from delta-spark: the protocol/metadata action model and
+ * its JSON parsing, column-mapping schema translation, deletion-vector loading (inline and
  * on-disk), timestamp-to-version resolution, and the shape of delta-spark's analyzed read plan.
  */
 private[deltareplay] object DeltaAdapter {
@@ -81,7 +81,8 @@ private[deltareplay] object DeltaAdapter {
 
   /** Fails naming the features when the table needs a reader feature we lack. */
   def checkReadable(table: String, meta: TableMeta): Unit = {
-    if (meta.minReaderVersion > 3) throw Errors.unsupportedReaderVersion(table, meta.minReaderVersion)
+    if (meta.minReaderVersion > 3)
+      throw Errors.unsupportedReaderVersion(table, meta.minReaderVersion)
     val unsupported = meta.readerFeatures -- SupportedReaderFeatures
     if (unsupported.nonEmpty) throw Errors.unsupportedReaderFeatures(table, unsupported)
   }
@@ -99,7 +100,8 @@ private[deltareplay] object DeltaAdapter {
       sizeInBytes = dv.sizeInBytes,
       cardinality = dv.cardinality
     )
-    val bitmap = StoredBitmap.create(descriptor, tablePath).load(new HadoopFileSystemDVStore(hadoopConf))
+    val bitmap =
+      StoredBitmap.create(descriptor, tablePath).load(new HadoopFileSystemDVStore(hadoopConf))
     (row: Long) => bitmap.contains(row)
   }
 
@@ -134,9 +136,9 @@ private[deltareplay] object DeltaAdapter {
   )
 
   /**
-   * Recognises the relation delta-spark plans for a user's read (`TahoeLogFileIndex`, no
-   * partition filters folded in). Delta's own scans inside MERGE/UPDATE/DELETE/OPTIMIZE use
-   * other file indexes and are never matched.
+   * Recognises the relation delta-spark plans for a user's read (`TahoeLogFileIndex`, no partition
+   * filters folded in). Delta's own scans inside MERGE/UPDATE/DELETE/OPTIMIZE use other file
+   * indexes and are never matched.
    */
   def deltaRead(plan: LogicalPlan): Option[DeltaRead] = plan match {
     case LogicalRelation(fs: HadoopFsRelation, _, catalogTable, false, None) =>

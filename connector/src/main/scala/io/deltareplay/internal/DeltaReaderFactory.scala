@@ -14,12 +14,14 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.SerializableConfiguration
 
 /**
- * Reads the files of a [[DeltaInputPartition]] with Spark's own Parquet reader, dropping the rows
- * a file's deletion vector marks as deleted. Small and serializable; does no planning.
+ * Reads the files of a [[DeltaInputPartition]] with Spark's own Parquet reader, dropping the rows a
+ * file's deletion vector marks as deleted. Small and serializable; does no planning.
  *
- * @param rowIndexOrdinal  position of the Parquet row index in the reader's rows, or -1 when
- *                         no file of the scan has a deletion vector
- * @param parquetOutput    the reader's row schema (data columns, row index, partition columns)
+ * @param rowIndexOrdinal
+ *   position of the Parquet row index in the reader's rows, or -1 when no file of the scan has a
+ *   deletion vector
+ * @param parquetOutput
+ *   the reader's row schema (data columns, row index, partition columns)
  */
 private[deltareplay] case class DeltaReaderFactory(
     parquet: ParquetPartitionReaderFactory,
@@ -36,23 +38,33 @@ private[deltareplay] case class DeltaReaderFactory(
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val p = partition.asInstanceOf[DeltaInputPartition]
-    new ChainedReader[InternalRow](p.files.indices.iterator.map(i => rowReader(p.files(i), p.dvs(i))))
+    new ChainedReader[InternalRow](
+      p.files.indices.iterator.map(i => rowReader(p.files(i), p.dvs(i)))
+    )
   }
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
     val p = partition.asInstanceOf[DeltaInputPartition]
-    new ChainedReader[ColumnarBatch](p.files.iterator.map(f => guard(f)(parquet.buildColumnarReader(f))))
+    new ChainedReader[ColumnarBatch](
+      p.files.iterator.map(f => guard(f)(parquet.buildColumnarReader(f)))
+    )
   }
 
   /** Opens and reads `file`, turning a missing file into an error that names it. */
   private def guard[T](file: PartitionedFile)(open: => PartitionReader[T]): PartitionReader[T] = {
     def missing(e: Throwable): Boolean =
-      Iterator.iterate(e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[FileNotFoundException])
+      Iterator
+        .iterate(e)(_.getCause)
+        .takeWhile(_ != null)
+        .exists(_.isInstanceOf[FileNotFoundException])
     def rethrow(e: Throwable): Nothing =
       if (missing(e)) throw Errors.missingDataFile(table, version, file.urlEncodedPath) else throw e
-    val reader = try open catch { case e: Exception => rethrow(e) }
+    val reader =
+      try open
+      catch { case e: Exception => rethrow(e) }
     new PartitionReader[T] {
-      override def next(): Boolean = try reader.next() catch { case e: Exception => rethrow(e) }
+      override def next(): Boolean = try reader.next()
+      catch { case e: Exception => rethrow(e) }
       override def get(): T = reader.get()
       override def close(): Unit = reader.close()
     }

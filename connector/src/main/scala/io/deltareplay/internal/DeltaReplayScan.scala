@@ -5,7 +5,11 @@ import java.util.OptionalLong
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.connector.read._
-import org.apache.spark.sql.execution.datasources.parquet.{ParquetOptions, ParquetReadSupport, ParquetWriteSupport}
+import org.apache.spark.sql.execution.datasources.parquet.{
+  ParquetOptions,
+  ParquetReadSupport,
+  ParquetWriteSupport
+}
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
@@ -118,7 +122,9 @@ private[deltareplay] class DeltaReplayScan(
     val readData =
       if (withRowIndex) physicalData.add(ParquetConf.RowIndexField) else physicalData
     val fullData = {
-      val d = meta.physicalSchema(StructType(snapshot.schema.filterNot(f => meta.partitionColumns.contains(f.name))))
+      val d = meta.physicalSchema(
+        StructType(snapshot.schema.filterNot(f => meta.partitionColumns.contains(f.name)))
+      )
       if (withRowIndex) d.add(ParquetConf.RowIndexField) else d
     }
     val sqlConf = spark.sessionState.conf.clone()

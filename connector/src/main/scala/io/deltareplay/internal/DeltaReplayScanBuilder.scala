@@ -12,8 +12,7 @@ import org.apache.spark.sql.types.StructType
 /**
  * Column pruning and filter pushdown. Filters on partition columns only are applied exactly by
  * partition pruning (Spark does not re-evaluate them); every other deterministic filter drives
- * statistics skipping and Parquet row-group filtering, and Spark evaluates it again after the
- * scan.
+ * statistics skipping and Parquet row-group filtering, and Spark evaluates it again after the scan.
  */
 private[deltareplay] class DeltaReplayScanBuilder(
     spark: SparkSession,

@@ -17,11 +17,10 @@ import org.apache.spark.sql.types.StructType
  * adds and removes, each tagged with its version. Step 2: key each row by (canonical path, DV
  * unique id). Step 3, either
  *   - fast path (a checkpoint and a commit tail of at most `tailFastPathMaxBytes`): reconcile the
- *     tail on the driver, broadcast the keys it touched, and keep the checkpoint adds whose key
- *     it did not touch (a broadcast anti join: map-side, no shuffle), plus the tail's winning
- *     adds; or
- *   - window path: repartition by key, keep the newest row per key (version desc, add first),
- *     drop keys whose winner is a remove.
+ *     tail on the driver, broadcast the keys it touched, and keep the checkpoint adds whose key it
+ *     did not touch (a broadcast anti join: map-side, no shuffle), plus the tail's winning adds; or
+ *   - window path: repartition by key, keep the newest row per key (version desc, add first), drop
+ *     keys whose winner is a remove.
  * Step 4: only the columns planning needs (stats only when asked) travel to the driver.
  */
 private[deltareplay] class DistributedReplay(
@@ -44,9 +43,14 @@ private[deltareplay] class DistributedReplay(
     sc.setJobGroup(group, s"delta-replay: replay ${segment.table} v${segment.version}")
     try {
       val (files, actions, mode) = if (useFastPath) fastPath() else windowPath()
-      val tasks = sc.statusTracker.getJobIdsForGroup(group).toSeq.flatMap { job =>
-        sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
-      }.flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks())).sum
+      val tasks = sc.statusTracker
+        .getJobIdsForGroup(group)
+        .toSeq
+        .flatMap { job =>
+          sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
+        }
+        .flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks()))
+        .sum
       (files, mode, actions, tasks)
     } finally {
       sc.setLocalProperty("spark.jobGroup.id", priorGroup)
@@ -114,8 +118,13 @@ private[deltareplay] class DistributedReplay(
     val files = segment.checkpoint ++ reader.sidecars()
     val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
     val fromJson = json.map { f =>
-      val schema = new StructType().add("add", FileActions.AddType).add("remove", FileActions.RemoveType)
-      normalize(spark.read.schema(schema).option("mode", "FAILFAST").json(f.getPath.toString), lit(version), col("add.stats"))
+      val schema =
+        new StructType().add("add", FileActions.AddType).add("remove", FileActions.RemoveType)
+      normalize(
+        spark.read.schema(schema).option("mode", "FAILFAST").json(f.getPath.toString),
+        lit(version),
+        col("add.stats")
+      )
     }
     // Parquet files with the same footer layout are read together.
     val byLayout = parquet.groupBy(f => CheckpointSchema.forFile(reader.footerSchema(f), needStats))
@@ -196,7 +205,8 @@ private[deltareplay] class DistributedReplay(
   private def toLiveFile(r: InternalRow, interner: Replay.Interner): LiveFile =
     LiveFile(
       path = r.getUTF8String(0).toString,
-      partitionValues = if (r.isNullAt(1)) Map.empty else interner(CheckpointSchema.toMap(r.getMap(1))),
+      partitionValues =
+        if (r.isNullAt(1)) Map.empty else interner(CheckpointSchema.toMap(r.getMap(1))),
       size = if (r.isNullAt(2)) 0L else r.getLong(2),
       modificationTime = if (r.isNullAt(3)) 0L else r.getLong(3),
       stats = if (r.isNullAt(4)) null else r.getUTF8String(4).toString,

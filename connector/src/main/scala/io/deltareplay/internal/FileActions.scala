@@ -21,9 +21,12 @@ private[deltareplay] case class DvDescriptor(
 /**
  * A data file live at the version read: what planning and reading need, and nothing else.
  *
- * @param path             as the log stores it: relative to the table (URL-encoded) or absolute
- * @param partitionValues  by physical partition column name, serialized as strings
- * @param stats            the JSON statistics, only when a filter can use them
+ * @param path
+ *   as the log stores it: relative to the table (URL-encoded) or absolute
+ * @param partitionValues
+ *   by physical partition column name, serialized as strings
+ * @param stats
+ *   the JSON statistics, only when a filter can use them
  */
 private[deltareplay] case class LiveFile(
     path: String,

@@ -16,7 +16,10 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, StructsToJson}
 import org.apache.spark.sql.execution.datasources.PartitionedFile
-import org.apache.spark.sql.execution.datasources.parquet.{ParquetFileFormat, ParquetToSparkSchemaConverter}
+import org.apache.spark.sql.execution.datasources.parquet.{
+  ParquetFileFormat,
+  ParquetToSparkSchemaConverter
+}
 import org.apache.spark.sql.types._
 
 /** One add or remove as read from a commit or checkpoint, tagged with its version. */
@@ -35,9 +38,9 @@ private[deltareplay] case class RawAction(
 }
 
 /**
- * Reads log files on the driver without a Spark job: JSON commits line by line, checkpoint
- * Parquet through Spark's own Parquet reader called in-process. Used for protocol/metadata
- * loading, the local replay, and the commit tail of the distributed fast path.
+ * Reads log files on the driver without a Spark job: JSON commits line by line, checkpoint Parquet
+ * through Spark's own Parquet reader called in-process. Used for protocol/metadata loading, the
+ * local replay, and the commit tail of the distributed fast path.
  */
 private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   private val hadoopConf: Configuration = {
@@ -85,7 +88,8 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
         }
       }
     }
-    if (protocol.isEmpty || metadata.isEmpty) checkpointProtocolAndMetadata().reverse.foreach(a => offer(Some(a)))
+    if (protocol.isEmpty || metadata.isEmpty)
+      checkpointProtocolAndMetadata().reverse.foreach(a => offer(Some(a)))
     (protocol, metadata) match {
       case (Some(p), Some(m)) => TableMeta(p.protocol, m.metadata)
       case _ => throw Errors.noProtocolOrMetadata(table, segment.version)
@@ -97,7 +101,9 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
       line: String
   ): Option[ProtocolOrMetadata] =
     try parseProtocolOrMetadata(line)
-    catch { case NonFatal(e) => throw Errors.malformedAction(table, file.getPath.toString, e.toString) }
+    catch {
+      case NonFatal(e) => throw Errors.malformedAction(table, file.getPath.toString, e.toString)
+    }
 
   private def checkpointProtocolAndMetadata(): Seq[ProtocolOrMetadata] =
     segment.checkpoint.flatMap { file =>
@@ -110,7 +116,11 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
         else {
           val schema = StructType(wanted.map(fileSchema(_)))
           val toJson = wanted.indices.map { i =>
-            StructsToJson(Map.empty[String, String], BoundReference(i, schema(i).dataType, true), Some("UTC"))
+            StructsToJson(
+              Map.empty[String, String],
+              BoundReference(i, schema(i).dataType, true),
+              Some("UTC")
+            )
           }
           readParquet(file, schema).flatMap { row =>
             wanted.indices.flatMap { i =>
@@ -126,8 +136,8 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
     }
 
   /**
-   * [[tableMeta]], after checking that every checkpoint file of the segment can be opened, so
-   * that a corrupt checkpoint is found (and skipped) before any replay starts.
+   * [[tableMeta]], after checking that every checkpoint file of the segment can be opened, so that
+   * a corrupt checkpoint is found (and skipped) before any replay starts.
    */
   def checkedMeta(): TableMeta = {
     segment.checkpoint.filterNot(_.getPath.getName.endsWith(".json")).foreach(footerSchema)
@@ -205,7 +215,9 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
     val files = segment.checkpoint ++ sidecars()
     files.iterator.flatMap { file =>
       if (file.getPath.getName.endsWith(".json")) {
-        readText(file).iterator.flatMap(l => jsonAction(file, version, parseLine(file, l), needStats))
+        readText(file).iterator.flatMap(l =>
+          jsonAction(file, version, parseLine(file, l), needStats)
+        )
       } else {
         val plan = CheckpointSchema.forFile(footerSchema(file), needStats)
         readParquet(file, plan.readSchema).flatMap(row => plan.toAction(version, row))
@@ -230,7 +242,9 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
       } else Nil
     }
     names.map { name =>
-      val p = if (name.contains(":") || name.startsWith("/")) new Path(name) else new Path(sidecarDir, name)
+      val p =
+        if (name.contains(":") || name.startsWith("/")) new Path(name)
+        else new Path(sidecarDir, name)
       try p.getFileSystem(hadoopConf).getFileStatus(p)
       catch { case NonFatal(e) => throw Errors.corruptLogFile(table, p.toString, e) }
     }
@@ -241,7 +255,10 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   def footerSchema(file: FileStatus): StructType =
     try {
       val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, hadoopConf))
-      try new ParquetToSparkSchemaConverter(hadoopConf).convert(reader.getFooter.getFileMetaData.getSchema)
+      try
+        new ParquetToSparkSchemaConverter(hadoopConf).convert(
+          reader.getFooter.getFileMetaData.getSchema
+        )
       finally reader.close()
     } catch {
       case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)

@@ -12,9 +12,11 @@ import org.apache.hadoop.fs.{FileStatus, Path}
  * The log files that reconstruct one version of a table: the newest complete checkpoint at or
  * before it (if any) and every commit after that checkpoint up to the version.
  *
- * @param checkpoint    the checkpoint's files (all parts of a multi-part checkpoint, or the
- *                      top-level file of a V2 checkpoint; sidecars are found when it is read)
- * @param commits       commit files, ascending, versions `checkpointVersion + 1 .. version`
+ * @param checkpoint
+ *   the checkpoint's files (all parts of a multi-part checkpoint, or the top-level file of a V2
+ *   checkpoint; sidecars are found when it is read)
+ * @param commits
+ *   commit files, ascending, versions `checkpointVersion + 1 .. version`
  */
 private[deltareplay] case class LogSegment(
     tablePath: Path,
@@ -63,7 +65,8 @@ private[deltareplay] object LogSegment {
       catch { case _: FileNotFoundException => Nil }
     val parsed = statuses.flatMap(s => LogFiles.parse(s.getPath.getName).map(_ -> s))
     val commits = parsed.collect { case (Commit(v), s) => v -> s }.toMap
-    val byVersion = parsed.collect { case (f, s) if !f.isInstanceOf[Commit] => (f, s) }
+    val byVersion = parsed
+      .collect { case (f, s) if !f.isInstanceOf[Commit] => (f, s) }
       .groupBy(_._1.version)
     val checkpoints = byVersion.flatMap { case (v, files) => complete(files).map(v -> _) }
     if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
@@ -71,8 +74,8 @@ private[deltareplay] object LogSegment {
   }
 
   /**
-   * The complete checkpoint among the files of one version, preferring V2, then classic, then
-   * the multi-part set with every part present (an incomplete set is ignored, as Delta does).
+   * The complete checkpoint among the files of one version, preferring V2, then classic, then the
+   * multi-part set with every part present (an incomplete set is ignored, as Delta does).
    */
   private def complete(files: Seq[(LogFile, FileStatus)]): Option[(String, Seq[FileStatus])] = {
     val v2 = files.collect { case (c: V2Checkpoint, s) => (c, s) }.sortBy(_._1.uuid).headOption
@@ -88,9 +91,9 @@ private[deltareplay] object LogSegment {
   }
 
   /**
-   * The segment for `version` (None: the newest), from the newest complete checkpoint at or
-   * before it, skipping `excludedCheckpoints` (checkpoints found unreadable). Where no checkpoint
-   * serves, replay starts at commit 0. Fails, never guesses, when commits are missing.
+   * The segment for `version` (None: the newest), from the newest complete checkpoint at or before
+   * it, skipping `excludedCheckpoints` (checkpoints found unreadable). Where no checkpoint serves,
+   * replay starts at commit 0. Fails, never guesses, when commits are missing.
    */
   def forVersion(
       listing: Listing,

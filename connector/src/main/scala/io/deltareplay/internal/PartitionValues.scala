@@ -6,12 +6,14 @@ import org.apache.spark.sql.types.{StringType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
- * Turns the log's string partition values into typed rows. Values are cast from their string
- * form as delta-spark does (timestamps without a zone in the session time zone, ISO-8601 ones
- * with `Z` in UTC); a null stays null.
+ * Turns the log's string partition values into typed rows. Values are cast from their string form
+ * as delta-spark does (timestamps without a zone in the session time zone, ISO-8601 ones with `Z`
+ * in UTC); a null stays null.
  *
- * @param schema         logical partition schema of the rows to build
- * @param physicalNames  the log's key for each column of `schema`
+ * @param schema
+ *   logical partition schema of the rows to build
+ * @param physicalNames
+ *   the log's key for each column of `schema`
  */
 private[deltareplay] final class PartitionValues(
     schema: StructType,
@@ -20,7 +22,10 @@ private[deltareplay] final class PartitionValues(
 ) {
   private val casts = schema.fields.map { f =>
     if (f.dataType == StringType) None
-    else Some((s: String) => Cast(Literal(UTF8String.fromString(s)), f.dataType, Some(timeZone)).eval())
+    else
+      Some((s: String) =>
+        Cast(Literal(UTF8String.fromString(s)), f.dataType, Some(timeZone)).eval()
+      )
   }
   private val cache = new java.util.IdentityHashMap[Map[String, String], InternalRow]()
 
@@ -36,10 +41,11 @@ private[deltareplay] final class PartitionValues(
         out.update(
           i,
           if (raw == null) null
-          else casts(i) match {
-            case None => UTF8String.fromString(raw)
-            case Some(cast) => cast(raw)
-          }
+          else
+            casts(i) match {
+              case None => UTF8String.fromString(raw)
+              case Some(cast) => cast(raw)
+            }
         )
         i += 1
       }

@@ -21,8 +21,8 @@ private[deltareplay] object ReplayMode {
 }
 
 /**
- * The read configuration, resolved once on the driver: read option > session conf > default.
- * Passed on as plain values.
+ * The read configuration, resolved once on the driver: read option > session conf > default. Passed
+ * on as plain values.
  */
 private[deltareplay] case class ReadConf(
     replayMode: ReplayMode,

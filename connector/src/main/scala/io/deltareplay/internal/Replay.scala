@@ -14,26 +14,26 @@ private[deltareplay] case class ReplayResult(
 )
 
 /**
- * Log replay: the live data files of one table version, from its checkpoint and the commits
- * after it. The rules, as Delta's protocol fixes them, shared by the local and the distributed
+ * Log replay: the live data files of one table version, from its checkpoint and the commits after
+ * it. The rules, as Delta's protocol fixes them, shared by the local and the distributed
  * implementation:
  *
- *  1. Every add and remove is keyed by (canonical path, deletion-vector unique id). The
- *     canonical path is the action's path resolved against the table root when relative.
- *  2. The newest action per key wins: higher commit version first; checkpoint rows count as
- *     the checkpoint's version. Within one commit (which a compliant writer never makes hold
- *     both an add and a remove of one key) the add wins, so a hand-written log with both keeps
- *     the file, as delta-spark's in-order replay does for the usual add-after-remove order.
- *  3. A key whose winner is an add is live; a key whose winner is a remove is not.
- *     A path removed and re-added later is live again; a deletion-vector update of a path
- *     (remove with the old DV id, add with the new) leaves exactly the new one live.
- *  4. Protocol and metadata: the newest of each wins (read on the driver by [[LogReader]]).
+ *   1. Every add and remove is keyed by (canonical path, deletion-vector unique id). The canonical
+ *      path is the action's path resolved against the table root when relative. 2. The newest
+ *      action per key wins: higher commit version first; checkpoint rows count as the checkpoint's
+ *      version. Within one commit (which a compliant writer never makes hold both an add and a
+ *      remove of one key) the add wins, so a hand-written log with both keeps the file, as
+ *      delta-spark's in-order replay does for the usual add-after-remove order. 3. A key whose
+ *      winner is an add is live; a key whose winner is a remove is not. A path removed and re-added
+ *      later is live again; a deletion-vector update of a path (remove with the old DV id, add with
+ *      the new) leaves exactly the new one live. 4. Protocol and metadata: the newest of each wins
+ *      (read on the driver by [[LogReader]]).
  *
  * [[LocalReplay]] applies the rules with a hash map on the driver (small logs, no Spark job).
- * [[DistributedReplay]] applies them as a Spark job: a shuffle on the key with a window that
- * keeps the newest row, or, when the commits after the checkpoint are few, a map-side filter of
- * the checkpoint by the keys those commits touched (checkpoint rows are unique per key, so only
- * touched keys need reconciling) with no shuffle at all.
+ * [[DistributedReplay]] applies them as a Spark job: a shuffle on the key with a window that keeps
+ * the newest row, or, when the commits after the checkpoint are few, a map-side filter of the
+ * checkpoint by the keys those commits touched (checkpoint rows are unique per key, so only touched
+ * keys need reconciling) with no shuffle at all.
  */
 private[deltareplay] object Replay {
 

@@ -19,9 +19,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 /**
  * Replaces delta-spark's relation for a user's batch read with this connector's, keeping the
  * version delta-spark pinned at analysis and the relation's output attributes. Leaves alone:
- * commands (writes keep delta-spark's plans), reads with options this connector does not
- * implement, reads marked `deltareplay.route=false`, and everything when
- * `spark.deltareplay.enabled=false`.
+ * commands (writes keep delta-spark's plans), reads with options this connector does not implement,
+ * reads marked `deltareplay.route=false`, and everything when `spark.deltareplay.enabled=false`.
  */
 private[deltareplay] object RouteDeltaReads {
 
@@ -44,7 +43,10 @@ private[deltareplay] case class TagDeltaReadOptions(spark: SparkSession) extends
         }
       case r: DataSourceV2Relation if DeltaAdapter.isDeltaV2Relation(r) =>
         if (r.getTagValue(RouteDeltaReads.ReadOptionsTag).isEmpty) {
-          r.setTagValue(RouteDeltaReads.ReadOptionsTag, r.options.asCaseSensitiveMap().asScala.toMap)
+          r.setTagValue(
+            RouteDeltaReads.ReadOptionsTag,
+            r.options.asCaseSensitiveMap().asScala.toMap
+          )
         }
       case _ =>
     }
@@ -73,33 +75,33 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
     }
   }
 
-  private def replace(rel: LogicalRelation, userOptions: Map[String, String]): LogicalPlan = {
-      DeltaAdapter.deltaRead(rel) match {
-        case Some(read) if routable(read.options ++ userOptions) =>
-          try {
-            val snapshot =
-              TableSnapshot.load(spark, read.tablePath.toString, Some(read.version), None)
-            val table = new DeltaReplayTable(spark, snapshot, Map.empty)
-            DataSourceV2Relation(
-              table,
-              rel.output,
-              None,
-              None,
-              CaseInsensitiveStringMap.empty()
-            )
-          } catch {
-            case e: Errors.DeltaReplayException if e.getMessage.contains("reader features") =>
-              logWarning(s"Reading ${read.tablePath} with delta-spark: ${e.getMessage}")
-              rel
-            case NonFatal(e) => throw e
-          }
-        case _ => rel
-      }
-  }
+  private def replace(rel: LogicalRelation, userOptions: Map[String, String]): LogicalPlan =
+    DeltaAdapter.deltaRead(rel) match {
+      case Some(read) if routable(read.options ++ userOptions) =>
+        try {
+          val snapshot =
+            TableSnapshot.load(spark, read.tablePath.toString, Some(read.version), None)
+          val table = new DeltaReplayTable(spark, snapshot, Map.empty)
+          DataSourceV2Relation(
+            table,
+            rel.output,
+            None,
+            None,
+            CaseInsensitiveStringMap.empty()
+          )
+        } catch {
+          case e: Errors.DeltaReplayException if e.getMessage.contains("reader features") =>
+            logWarning(s"Reading ${read.tablePath} with delta-spark: ${e.getMessage}")
+            rel
+          case NonFatal(e) => throw e
+        }
+      case _ => rel
+    }
 
   private def routable(options: Map[String, String]): Boolean = {
     val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
-    val optedOut = lower.get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
+    val optedOut = lower
+      .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
       .exists(_.trim.equalsIgnoreCase("false"))
     val unknown = lower.keySet -- DeltaReplayOptions.KnownReadOptions
     !optedOut && unknown.isEmpty

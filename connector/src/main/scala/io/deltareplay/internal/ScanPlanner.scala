@@ -18,9 +18,8 @@ private[deltareplay] case class PlannedScan(
 )
 
 /**
- * Partition pruning (exact: the partition filters are evaluated on each file's partition
- * values), then statistics-based skipping, then splits sized by Spark's `maxPartitionBytes`
- * rules.
+ * Partition pruning (exact: the partition filters are evaluated on each file's partition values),
+ * then statistics-based skipping, then splits sized by Spark's `maxPartitionBytes` rules.
  */
 private[deltareplay] object ScanPlanner {
 
@@ -36,46 +35,76 @@ private[deltareplay] object ScanPlanner {
     val started = System.nanoTime()
     val meta = snapshot.meta
     val tz = spark.sessionState.conf.sessionLocalTimeZone
-    val fullPartitionSchema = StructType(snapshot.schema.filter(f => meta.partitionColumns.contains(f.name)))
+    val fullPartitionSchema = StructType(
+      snapshot.schema.filter(f => meta.partitionColumns.contains(f.name))
+    )
 
     // Step 1: partition pruning.
-    val pruned = if (partitionFilters.isEmpty) files
-    else {
-      val attrs = fullPartitionSchema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
-      val bound = partitionFilters.reduce(And).transform {
-        case a: AttributeReference => attrs.find(_.name.equalsIgnoreCase(a.name)).getOrElse(a)
+    val pruned =
+      if (partitionFilters.isEmpty) files
+      else {
+        val attrs =
+          fullPartitionSchema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
+        val bound = partitionFilters.reduce(And).transform { case a: AttributeReference =>
+          attrs.find(_.name.equalsIgnoreCase(a.name)).getOrElse(a)
+        }
+        val predicate = Predicate.create(bound, attrs)
+        predicate.initialize(0)
+        val values = new PartitionValues(
+          fullPartitionSchema,
+          fullPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
+          tz
+        )
+        files.filter(f => predicate.eval(values.row(f.partitionValues)))
       }
-      val predicate = Predicate.create(bound, attrs)
-      predicate.initialize(0)
-      val values = new PartitionValues(fullPartitionSchema, fullPartitionSchema.fieldNames.toSeq.map(meta.physicalName), tz)
-      files.filter(f => predicate.eval(values.row(f.partitionValues)))
-    }
 
     // Step 2: data skipping on min/max/nullCount.
-    val skipped = if (!skipping || dataFilters.isEmpty) pruned
-    else {
-      val types = snapshot.schema.fields.map(f => f.name -> f.dataType).toMap
-      val stats = new StatsSkipping(dataFilters, types, meta.physicalName, tz)
-      pruned.filter(f => stats.mightMatch(f.stats))
-    }
+    val skipped =
+      if (!skipping || dataFilters.isEmpty) pruned
+      else {
+        val types = snapshot.schema.fields.map(f => f.name -> f.dataType).toMap
+        val stats = new StatsSkipping(dataFilters, types, meta.physicalName, tz)
+        pruned.filter(f => stats.mightMatch(f.stats))
+      }
 
     // Step 3: splits.
-    val values = new PartitionValues(readPartitionSchema, readPartitionSchema.fieldNames.toSeq.map(meta.physicalName), tz)
+    val values = new PartitionValues(
+      readPartitionSchema,
+      readPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
+      tz
+    )
     val tableUri = Replay.tableUri(snapshot.segment)
     val conf = spark.sessionState.conf
     val totalBytes = skipped.iterator.map(_.size + conf.filesOpenCostInBytes).sum
     val bytesPerCore = totalBytes / math.max(1, spark.sparkContext.defaultParallelism)
-    val maxSplit = math.min(conf.filesMaxPartitionBytes, math.max(conf.filesOpenCostInBytes, bytesPerCore))
-    val splits = skipped.iterator.flatMap { f =>
-      val row = values.row(f.partitionValues)
-      val path = SparkPath.fromUrlString(Replay.canonicalPath(tableUri, f.path))
-      (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
-        val length = math.min(maxSplit, f.size - start)
-        (PartitionedFile(row, path, start, length, Array.empty, f.modificationTime, f.size, Map.empty), f.dv)
+    val maxSplit =
+      math.min(conf.filesMaxPartitionBytes, math.max(conf.filesOpenCostInBytes, bytesPerCore))
+    val splits = skipped.iterator
+      .flatMap { f =>
+        val row = values.row(f.partitionValues)
+        val path = SparkPath.fromUrlString(Replay.canonicalPath(tableUri, f.path))
+        (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
+          val length = math.min(maxSplit, f.size - start)
+          (
+            PartitionedFile(
+              row,
+              path,
+              start,
+              length,
+              Array.empty,
+              f.modificationTime,
+              f.size,
+              Map.empty
+            ),
+            f.dv
+          )
+        }
       }
-    }.toSeq.sortBy(-_._1.length)
+      .toSeq
+      .sortBy(-_._1.length)
     val partitions = DeltaInputPartition.pack(splits, maxSplit, conf.filesOpenCostInBytes)
-    val rows = skipped.iterator.map(f => StatsRows.numRecords(f.stats).map(_ - f.dv.map(_.cardinality).getOrElse(0L)))
+    val rows = skipped.iterator
+      .map(f => StatsRows.numRecords(f.stats).map(_ - f.dv.map(_.cardinality).getOrElse(0L)))
       .foldLeft(Option(0L)) { case (acc, r) => for (a <- acc; b <- r) yield a + b }
     PlannedScan(
       partitions = partitions,
@@ -94,8 +123,9 @@ private[deltareplay] object StatsRows {
   private val NumRecords = """"numRecords"\s*:\s*(\d+)""".r.unanchored
   def numRecords(stats: String): Option[Long] =
     if (stats == null) None
-    else stats match {
-      case NumRecords(n) => Some(n.toLong)
-      case _ => None
-    }
+    else
+      stats match {
+        case NumRecords(n) => Some(n.toLong)
+        case _ => None
+      }
 }

@@ -10,15 +10,16 @@ import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * Data skipping with the per-file statistics of the log (numRecords, minValues, maxValues,
- * nullCount). [[mightMatch]] answers "can any row of this file satisfy the filter?"; it
- * answers yes whenever the statistics cannot tell, so skipping never drops a matching file.
+ * nullCount). [[mightMatch]] answers "can any row of this file satisfy the filter?"; it answers yes
+ * whenever the statistics cannot tell, so skipping never drops a matching file.
  *
- * Supported: `=`, `<`, `<=`, `>`, `>=`, `IN`, `IS NULL`, `IS NOT NULL`, `startsWith`, `AND`,
- * `OR`, and `NOT` over `IS NULL`, on top-level columns of numeric, string, date, timestamp
- * and boolean type. Timestamp maxima are stored truncated to milliseconds, so they are
- * widened by 999 microseconds.
+ * Supported: `=`, `<`, `<=`, `>`, `>=`, `IN`, `IS NULL`, `IS NOT NULL`, `startsWith`, `AND`, `OR`,
+ * and `NOT` over `IS NULL`, on top-level columns of numeric, string, date, timestamp and boolean
+ * type. Timestamp maxima are stored truncated to milliseconds, so they are widened by 999
+ * microseconds.
  *
- * @param physicalName  the statistics key of a logical top-level column
+ * @param physicalName
+ *   the statistics key of a logical top-level column
  */
 private[deltareplay] final class StatsSkipping(
     filters: Seq[Expression],
@@ -91,7 +92,10 @@ private[deltareplay] final class StatsSkipping(
   }
 
   private def nullCount(s: JsonNode, name: String): Option[Long] =
-    Option(s.get("nullCount")).flatMap(n => Option(n.get(physicalName(name)))).filter(_.isNumber).map(_.asLong())
+    Option(s.get("nullCount"))
+      .flatMap(n => Option(n.get(physicalName(name))))
+      .filter(_.isNumber)
+      .map(_.asLong())
 
   private def allNull(s: JsonNode, name: String): Boolean =
     (nullCount(s, name), Option(s.get("numRecords")).filter(_.isNumber).map(_.asLong())) match {
@@ -103,8 +107,8 @@ private[deltareplay] final class StatsSkipping(
     Option(s.get(kind)).flatMap(n => Option(n.get(physicalName(name)))).filterNot(_.isNull)
 
   /**
-   * Applies `ok(min, max, value)` on a common ordered representation; true when unknown. A
-   * column whose every value is null matches no comparison.
+   * Applies `ok(min, max, value)` on a common ordered representation; true when unknown. A column
+   * whose every value is null matches no comparison.
    */
   private def compare(s: JsonNode, c: Expression, v: Expression)(
       ok: (Ordered[Any], Ordered[Any], Any) => Boolean
@@ -114,7 +118,11 @@ private[deltareplay] final class StatsSkipping(
     if (allNull(s, name)) return false
     (bound(s, "minValues", name), bound(s, "maxValues", name)) match {
       case (Some(min), Some(max)) =>
-        (toKey(min, dataType, isMax = false), toKey(max, dataType, isMax = true), litKey(value, dataType)) match {
+        (
+          toKey(min, dataType, isMax = false),
+          toKey(max, dataType, isMax = true),
+          litKey(value, dataType)
+        ) match {
           case (Some(lo), Some(hi), Some(x)) => ok(lo, hi, x.value)
           case _ => true
         }
@@ -127,11 +135,16 @@ private[deltareplay] final class StatsSkipping(
     override def compare(that: Any): Int = cmp(value, that)
   }
 
-  private val longCmp = (a: Any, b: Any) => java.lang.Long.compare(a.asInstanceOf[Long], b.asInstanceOf[Long])
-  private val doubleCmp = (a: Any, b: Any) => java.lang.Double.compare(a.asInstanceOf[Double], b.asInstanceOf[Double])
-  private val decimalCmp = (a: Any, b: Any) => a.asInstanceOf[BigDecimal].compare(b.asInstanceOf[BigDecimal])
-  private val stringCmp = (a: Any, b: Any) => a.asInstanceOf[UTF8String].binaryCompare(b.asInstanceOf[UTF8String])
-  private val boolCmp = (a: Any, b: Any) => java.lang.Boolean.compare(a.asInstanceOf[Boolean], b.asInstanceOf[Boolean])
+  private val longCmp = (a: Any, b: Any) =>
+    java.lang.Long.compare(a.asInstanceOf[Long], b.asInstanceOf[Long])
+  private val doubleCmp = (a: Any, b: Any) =>
+    java.lang.Double.compare(a.asInstanceOf[Double], b.asInstanceOf[Double])
+  private val decimalCmp = (a: Any, b: Any) =>
+    a.asInstanceOf[BigDecimal].compare(b.asInstanceOf[BigDecimal])
+  private val stringCmp = (a: Any, b: Any) =>
+    a.asInstanceOf[UTF8String].binaryCompare(b.asInstanceOf[UTF8String])
+  private val boolCmp = (a: Any, b: Any) =>
+    java.lang.Boolean.compare(a.asInstanceOf[Boolean], b.asInstanceOf[Boolean])
 
   private def toKey(node: JsonNode, dt: DataType, isMax: Boolean): Option[Key] =
     try
@@ -139,10 +152,14 @@ private[deltareplay] final class StatsSkipping(
         case ByteType | ShortType | IntegerType | LongType if node.isNumber =>
           Some(Key(node.asLong(), longCmp))
         case FloatType | DoubleType if node.isNumber => Some(Key(node.asDouble(), doubleCmp))
-        case _: DecimalType if node.isNumber => Some(Key(BigDecimal(node.decimalValue()), decimalCmp))
-        case StringType if node.isTextual => Some(Key(UTF8String.fromString(node.asText()), stringCmp))
+        case _: DecimalType if node.isNumber =>
+          Some(Key(BigDecimal(node.decimalValue()), decimalCmp))
+        case StringType if node.isTextual =>
+          Some(Key(UTF8String.fromString(node.asText()), stringCmp))
         case DateType if node.isTextual =>
-          DateTimeUtils.stringToDate(UTF8String.fromString(node.asText())).map(d => Key(d.toLong, longCmp))
+          DateTimeUtils
+            .stringToDate(UTF8String.fromString(node.asText()))
+            .map(d => Key(d.toLong, longCmp))
         case TimestampType | TimestampNTZType if node.isTextual =>
           val parsed =
             if (dt == TimestampType) {
@@ -150,7 +167,8 @@ private[deltareplay] final class StatsSkipping(
                 UTF8String.fromString(node.asText()),
                 DateTimeUtils.getZoneId(timeZone)
               )
-            } else DateTimeUtils.stringToTimestampWithoutTimeZone(UTF8String.fromString(node.asText()))
+            } else
+              DateTimeUtils.stringToTimestampWithoutTimeZone(UTF8String.fromString(node.asText()))
           parsed.map(us => Key(if (isMax) us + 999L else us, longCmp))
         case BooleanType if node.isBoolean => Some(Key(node.asBoolean(), boolCmp))
         case _ => None

@@ -11,10 +11,14 @@ import org.apache.spark.sql.types.{StructType, TimestampType}
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
- * One pinned version of a table: its log segment and its protocol and metadata. Cheap to build
- * (one listing, reading the newest commits); the file replay happens later, in the scan.
+ * One pinned version of a table: its log segment and its protocol and metadata. Cheap to build (one
+ * listing, reading the newest commits); the file replay happens later, in the scan.
  */
-private[deltareplay] case class TableSnapshot(segment: LogSegment, meta: TableMeta, loadMillis: Long) {
+private[deltareplay] case class TableSnapshot(
+    segment: LogSegment,
+    meta: TableMeta,
+    loadMillis: Long
+) {
   def tablePath: Path = segment.tablePath
   def table: String = segment.table
   def version: Long = segment.version
@@ -46,9 +50,9 @@ private[deltareplay] object TableSnapshot {
   }
 
   /**
-   * The segment and its protocol/metadata. A checkpoint that cannot be read is skipped in favour
-   * of an older one (or of commit 0), as delta-spark does; with nothing to fall back to, the
-   * error names the unreadable file.
+   * The segment and its protocol/metadata. A checkpoint that cannot be read is skipped in favour of
+   * an older one (or of commit 0), as delta-spark does; with nothing to fall back to, the error
+   * names the unreadable file.
    */
   @scala.annotation.tailrec
   private def loadSegment(
@@ -69,7 +73,8 @@ private[deltareplay] object TableSnapshot {
       case Right(ok) => ok
       case Left(e) =>
         val fallback =
-          try Some(LogSegment.forVersion(listing, version, excluded + segment.checkpointVersion.get))
+          try
+            Some(LogSegment.forVersion(listing, version, excluded + segment.checkpointVersion.get))
           catch { case _: Errors.DeltaReplayException => None }
         if (fallback.isEmpty) throw e
         loadSegment(spark, listing, version, excluded + segment.checkpointVersion.get)

@@ -10,25 +10,27 @@ import org.scalactic.source.Position
 import org.scalatest.Suite
 
 /**
- * Compares this connector with delta-spark V1 (the oracle) on a table written by delta-spark in
- * the test: same rows at the same version, and the plans really hold this connector's scan on one
- * side and V1's on the other.
+ * Compares this connector with delta-spark V1 (the oracle) on a table written by delta-spark in the
+ * test: same rows at the same version, and the plans really hold this connector's scan on one side
+ * and V1's on the other.
  */
 trait DeltaOracle extends SharedSparkSession { self: Suite =>
 
   /** Replay modes every oracle case runs in. */
   val replayModes: Seq[String] = Seq("local", "distributed")
 
-  def withReplayMode[T](mode: String)(body: => T): T = withConf("spark.deltareplay.replay.mode" -> mode)(body)
+  def withReplayMode[T](mode: String)(body: => T): T =
+    withConf("spark.deltareplay.replay.mode" -> mode)(body)
 
   def withConf[T](pairs: (String, String)*)(body: => T): T = {
     val prior = pairs.map { case (k, _) => k -> spark.conf.getOption(k) }
     pairs.foreach { case (k, v) => spark.conf.set(k, v) }
     try body
-    finally prior.foreach {
-      case (k, Some(v)) => spark.conf.set(k, v)
-      case (k, None) => spark.conf.unset(k)
-    }
+    finally
+      prior.foreach {
+        case (k, Some(v)) => spark.conf.set(k, v)
+        case (k, None) => spark.conf.unset(k)
+      }
   }
 
   def ours(path: String, options: Map[String, String] = Map.empty): DataFrame =
@@ -39,32 +41,40 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
 
   def sorted(df: DataFrame): Seq[String] = df.collect().toSeq.map(rowString).sorted
 
-  private def rowString(r: Row): String = r.toSeq.map {
-    case null => "null"
-    case b: Array[Byte] => b.mkString("0x[", ",", "]")
-    case x => x.toString
-  }.mkString("|")
+  private def rowString(r: Row): String = r.toSeq
+    .map {
+      case null => "null"
+      case b: Array[Byte] => b.mkString("0x[", ",", "]")
+      case x => x.toString
+    }
+    .mkString("|")
 
-  def deltaReplayScans(df: DataFrame): Seq[DeltaReplayScan] = collectScans(df.queryExecution.executedPlan) {
-    case b: BatchScanExec if b.scan.isInstanceOf[DeltaReplayScan] => b.scan.asInstanceOf[DeltaReplayScan]
-  }
+  def deltaReplayScans(df: DataFrame): Seq[DeltaReplayScan] =
+    collectScans(df.queryExecution.executedPlan) {
+      case b: BatchScanExec if b.scan.isInstanceOf[DeltaReplayScan] =>
+        b.scan.asInstanceOf[DeltaReplayScan]
+    }
 
-  def v1Scans(df: DataFrame): Seq[FileSourceScanExec] = collectScans(df.queryExecution.executedPlan) {
-    case f: FileSourceScanExec if f.relation.location.getClass.getName.startsWith("org.apache.spark.sql.delta") => f
-  }
+  def v1Scans(df: DataFrame): Seq[FileSourceScanExec] =
+    collectScans(df.queryExecution.executedPlan) {
+      case f: FileSourceScanExec
+          if f.relation.location.getClass.getName.startsWith("org.apache.spark.sql.delta") =>
+        f
+    }
 
   private def collectScans[T](plan: SparkPlan)(pf: PartialFunction[SparkPlan, T]): Seq[T] = {
     def walk(p: SparkPlan): Seq[T] = p match {
       case a: AdaptiveSparkPlanExec => walk(a.executedPlan)
       case q: QueryStageExec => walk(q.plan)
-      case other => pf.lift(other).toSeq ++ other.children.flatMap(walk) ++ other.subqueries.flatMap(walk)
+      case other =>
+        pf.lift(other).toSeq ++ other.children.flatMap(walk) ++ other.subqueries.flatMap(walk)
     }
     walk(plan)
   }
 
   /**
-   * Asserts both readers return the same rows for `query` applied to the table (at `version`
-   * when given), in every replay mode; returns the metrics of each mode's scan.
+   * Asserts both readers return the same rows for `query` applied to the table (at `version` when
+   * given), in every replay mode; returns the metrics of each mode's scan.
    */
   def assertSameAsV1(
       path: String,
@@ -74,14 +84,20 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   )(implicit pos: Position): Map[String, ScanMetrics] = {
     val opts = version.fold(Map.empty[String, String])(v => Map("versionAsOf" -> v.toString))
     val oracleDf = query(v1(path, opts))
-    assert(v1Scans(oracleDf).nonEmpty, s"the oracle plan has no delta-spark V1 scan:\n${oracleDf.queryExecution.executedPlan}")
+    assert(
+      v1Scans(oracleDf).nonEmpty,
+      s"the oracle plan has no delta-spark V1 scan:\n${oracleDf.queryExecution.executedPlan}"
+    )
     assert(deltaReplayScans(oracleDf).isEmpty, "the oracle plan was routed through delta-replay")
     val expected = sorted(oracleDf)
     modes.map { mode =>
       withReplayMode(mode) {
         val df = query(ours(path, opts))
         val scans = deltaReplayScans(df)
-        assert(scans.nonEmpty, s"[$mode] the plan has no DeltaReplayScan:\n${df.queryExecution.executedPlan}")
+        assert(
+          scans.nonEmpty,
+          s"[$mode] the plan has no DeltaReplayScan:\n${df.queryExecution.executedPlan}"
+        )
         assert(v1Scans(df).isEmpty, s"[$mode] the plan still has a V1 scan")
         val actual = sorted(df)
         assert(actual.size === expected.size, s"[$mode] row count differs from V1")
@@ -99,10 +115,13 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
     val log = DeltaLog.forTable(spark, path)
     val snapshot = log.getSnapshotAt(version)
     val root = log.dataPath.toUri.toString.stripSuffix("/")
-    snapshot.allFiles.collect().map { f =>
-      val p = if (f.path.contains(":")) f.path else s"$root/${f.path}"
-      normalize(p) + Option(f.deletionVector).map(d => "#" + d.uniqueId).getOrElse("")
-    }.toSet
+    snapshot.allFiles
+      .collect()
+      .map { f =>
+        val p = if (f.path.contains(":")) f.path else s"$root/${f.path}"
+        normalize(p) + Option(f.deletionVector).map(d => "#" + d.uniqueId).getOrElse("")
+      }
+      .toSet
   }
 
   /** The live data files this connector's replay finds at `version`, in `mode`. */
@@ -120,7 +139,10 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   def assertLiveFilesMatch(path: String, version: Long)(implicit pos: Position): Unit = {
     val expected = v1LiveFiles(path, version)
     replayModes.foreach { mode =>
-      assert(ourLiveFiles(path, version, mode) === expected, s"[$mode] live files differ at v$version")
+      assert(
+        ourLiveFiles(path, version, mode) === expected,
+        s"[$mode] live files differ at v$version"
+      )
     }
   }
 

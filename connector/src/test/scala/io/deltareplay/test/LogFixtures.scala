@@ -13,13 +13,23 @@ object LogFixtures {
 
   /** Writes commit `version` with the given JSON action lines. */
   def writeCommit(path: String, version: Long, actions: Seq[String]): Unit =
-    Files.write(commitFile(path, version).toPath, actions.mkString("", "\n", "\n").getBytes(StandardCharsets.UTF_8))
+    Files.write(
+      commitFile(path, version).toPath,
+      actions.mkString("", "\n", "\n").getBytes(StandardCharsets.UTF_8)
+    )
 
   def appendLines(file: File, lines: Seq[String]): Unit =
-    Files.write(file.toPath, lines.mkString("", "\n", "\n").getBytes(StandardCharsets.UTF_8), StandardOpenOption.APPEND)
+    Files.write(
+      file.toPath,
+      lines.mkString("", "\n", "\n").getBytes(StandardCharsets.UTF_8),
+      StandardOpenOption.APPEND
+    )
 
   def readLines(file: File): Seq[String] =
-    new String(Files.readAllBytes(file.toPath), StandardCharsets.UTF_8).split('\n').toSeq.filter(_.nonEmpty)
+    new String(Files.readAllBytes(file.toPath), StandardCharsets.UTF_8)
+      .split('\n')
+      .toSeq
+      .filter(_.nonEmpty)
 
   /** Cuts a file to `keep` of its bytes. */
   def truncate(file: File, keep: Double): Unit = {

@@ -57,8 +57,8 @@ object SharedSparkSession {
 
 /**
  * A SparkSession on `local-cluster[2,1,1024]`: two executors in their own JVMs, launched from
- * SPARK_HOME (the pyspark installation) with this build's classes on their classpath. Suites
- * using it must be named `*ClusterSuite` so that build.sbt forks each into its own JVM.
+ * SPARK_HOME (the pyspark installation) with this build's classes on their classpath. Suites using
+ * it must be named `*ClusterSuite` so that build.sbt forks each into its own JVM.
  */
 trait LocalClusterSparkSession extends SharedSparkSession { self: Suite =>
   @volatile private var clusterSession: SparkSession = _
@@ -76,8 +76,7 @@ trait LocalClusterSparkSession extends SharedSparkSession { self: Suite =>
     clusterSession.sparkContext.setLogLevel("ERROR")
   }
 
-  override protected def afterAll(): Unit = {
+  override protected def afterAll(): Unit =
     try if (clusterSession != null) clusterSession.stop()
     finally super.afterAll()
-  }
 }
