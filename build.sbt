@@ -108,6 +108,7 @@ lazy val connector = (project in file("connector"))
     },
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
     publishMavenStyle := true,
+    Compile / packageDoc / publishArtifact := false,
     pomIncludeRepository := (_ => false)
   )
 
