@@ -1,6 +1,6 @@
 package io.deltareplay
 
-import io.deltareplay.internal.{RouteDeltaReads, TagDeltaReadOptions}
+import io.deltareplay.internal.{RouteDeltaReads, RouteDeltaStreams, TagDeltaReadOptions}
 import org.apache.spark.sql.SparkSessionExtensions
 
 /**
@@ -20,5 +20,6 @@ class DeltaReplayExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectHintResolutionRule(spark => TagDeltaReadOptions(spark))
     extensions.injectPlanNormalizationRule(spark => RouteDeltaReads(spark))
+    extensions.injectPostHocResolutionRule(spark => RouteDeltaStreams(spark))
   }
 }

@@ -125,6 +125,24 @@ private[deltareplay] object DeltaAdapter {
     case _ => false
   }
 
+  /**
+   * The first version committed at or after `timestamp` (a stream's `startingTimestamp`), as
+   * delta-spark's streaming source resolves it.
+   */
+  def firstVersionAtOrAfter(spark: SparkSession, tablePath: Path, timestamp: Timestamp): Long = {
+    val commit = DeltaLog
+      .forTable(spark, tablePath)
+      .history
+      .getActiveCommitAtTime(
+        timestamp,
+        catalogTableOpt = None,
+        canReturnLastCommit = true,
+        mustBeRecreatable = false,
+        canReturnEarliestCommit = true
+      )
+    if (commit.timestamp >= timestamp.getTime) commit.version else commit.version + 1
+  }
+
   /** A delta-spark batch read of a whole table, as the analyzer leaves it. */
   final case class DeltaRead(
       tablePath: Path,

@@ -3,12 +3,21 @@ package io.deltareplay.internal
 import java.io.FileNotFoundException
 
 import org.apache.hadoop.fs.Path
+import org.apache.parquet.hadoop.ParquetInputFormat
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.parquet.{
+  ParquetOptions,
+  ParquetReadSupport,
+  ParquetWriteSupport
+}
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.SerializableConfiguration
@@ -31,7 +40,8 @@ private[deltareplay] case class DeltaReaderFactory(
     conf: Broadcast[SerializableConfiguration],
     rowIndexOrdinal: Int,
     parquetOutput: StructType,
-    columnar: Boolean
+    columnar: Boolean,
+    outputOrdinals: Array[Int] = null
 ) extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = columnar
@@ -72,14 +82,16 @@ private[deltareplay] case class DeltaReaderFactory(
 
   private def rowReader(file: PartitionedFile, dv: DvDescriptor): PartitionReader[InternalRow] = {
     val base = guard(file)(parquet.buildReader(file))
-    if (rowIndexOrdinal < 0) base
+    if (rowIndexOrdinal < 0 && outputOrdinals == null) base
     else {
-      val keep = parquetOutput.indices.filter(_ != rowIndexOrdinal).map { i =>
+      val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
+      val ordered = if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)
+      val keep = ordered.map { i =>
         BoundReference(i, parquetOutput(i).dataType, parquetOutput(i).nullable)
       }
       val project = UnsafeProjection.create(keep)
       val deleted: Long => Boolean =
-        if (dv == null) _ => false
+        if (dv == null || rowIndexOrdinal < 0) _ => false
         else DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value)
       new PartitionReader[InternalRow] {
         private var current: InternalRow = _
@@ -87,7 +99,7 @@ private[deltareplay] case class DeltaReaderFactory(
           var found = false
           while (!found && base.next()) {
             val row = base.get()
-            if (!deleted(row.getLong(rowIndexOrdinal))) {
+            if (rowIndexOrdinal < 0 || !deleted(row.getLong(rowIndexOrdinal))) {
               current = project(row)
               found = true
             }
@@ -99,6 +111,66 @@ private[deltareplay] case class DeltaReaderFactory(
       }
     }
   }
+}
+
+private[deltareplay] object DeltaReaderFactory {
+
+  /**
+   * A factory reading `readDataSchema` (logical; read through its physical names) and
+   * `readPartitionSchema` with Spark's Parquet reader. With `withRowIndex`, rows deleted by a
+   * file's deletion vector are dropped (row-based); otherwise reads may be columnar.
+   */
+  def create(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      readDataSchema: StructType,
+      readPartitionSchema: StructType,
+      parquetFilters: Array[Filter],
+      withRowIndex: Boolean
+  ): DeltaReaderFactory = {
+    val meta = snapshot.meta
+    val physicalData = meta.physicalSchema(readDataSchema)
+    val readData =
+      if (withRowIndex) physicalData.add(ParquetConf.RowIndexField) else physicalData
+    val fullData = {
+      val d = meta.physicalSchema(
+        StructType(snapshot.schema.filterNot(f => meta.partitionColumns.contains(f.name)))
+      )
+      if (withRowIndex) d.add(ParquetConf.RowIndexField) else d
+    }
+    val sqlConf = spark.sessionState.conf.clone()
+    if (meta.columnMappingName == "id") sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, true)
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    hadoopConf.set(ParquetInputFormat.READ_SUPPORT_CLASS, classOf[ParquetReadSupport].getName)
+    hadoopConf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA, readData.json)
+    hadoopConf.set(ParquetWriteSupport.SPARK_ROW_SCHEMA, readData.json)
+    hadoopConf.set(SQLConf.SESSION_LOCAL_TIMEZONE.key, sqlConf.sessionLocalTimeZone)
+    ParquetConf.copyFlags(sqlConf, hadoopConf)
+    ParquetWriteSupport.setSchema(readData, hadoopConf)
+    val broadcastConf = spark.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
+    val parquet = ParquetPartitionReaderFactory(
+      sqlConf,
+      broadcastConf,
+      fullData,
+      readData,
+      readPartitionSchema,
+      parquetFilters,
+      None,
+      new ParquetOptions(Map.empty[String, String], sqlConf)
+    )
+    val columnar = !withRowIndex && parquet.supportColumnarReads(null)
+    DeltaReaderFactory(
+      parquet = parquet,
+      table = snapshot.table,
+      version = snapshot.version,
+      tablePath = snapshot.tablePath.toString,
+      conf = broadcastConf,
+      rowIndexOrdinal = if (withRowIndex) readData.length - 1 else -1,
+      parquetOutput = StructType(readData ++ readPartitionSchema),
+      columnar = columnar
+    )
+  }
+
 }
 
 /** Reads one reader after another, opening each lazily and closing it when done. */

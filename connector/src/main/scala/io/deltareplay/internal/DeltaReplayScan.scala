@@ -5,17 +5,15 @@ import java.util.OptionalLong
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.connector.read._
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.storage.StorageLevel
 import org.apache.spark.sql.execution.datasources.parquet.{
   ParquetOptions,
   ParquetReadSupport,
   ParquetWriteSupport
 }
-import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
-import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
-import org.apache.spark.util.SerializableConfiguration
-import org.apache.parquet.hadoop.ParquetInputFormat
 
 /** What a scan's replay and planning did; shown by EXPLAIN and given to Python. */
 private[deltareplay] case class ScanMetrics(
@@ -60,7 +58,8 @@ private[deltareplay] class DeltaReplayScan(
     readPartitionSchema: StructType,
     partitionFilters: Seq[Expression],
     dataFilters: Seq[Expression],
-    parquetFilters: Array[Filter]
+    parquetFilters: Array[Filter],
+    options: Map[String, String]
 ) extends Scan
     with Batch
     with SupportsReportStatistics {
@@ -112,53 +111,29 @@ private[deltareplay] class DeltaReplayScan(
 
   override def toBatch: Batch = this
 
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    val level = options
+      .collectFirst { case (k, v) if k.equalsIgnoreCase(StreamingStorageLevel) => v }
+      .orElse(spark.conf.getOption("spark.deltareplay." + StreamingStorageLevel))
+      .map(v => StorageLevel.fromString(v.toUpperCase(java.util.Locale.ROOT)))
+      .getOrElse(StorageLevel.MEMORY_AND_DISK)
+    new DeltaReplayMicroBatchStream(spark, snapshot, StreamOptions(options), conf, level)
+  }
+
+  private def StreamingStorageLevel = "streaming.snapshotStorageLevel"
+
   override def planInputPartitions(): Array[InputPartition] =
     planned.partitions.map(p => p: InputPartition)
 
-  override def createReaderFactory(): PartitionReaderFactory = {
-    val meta = snapshot.meta
-    val withRowIndex = planned.hasDeletionVectors
-    val physicalData = meta.physicalSchema(readDataSchema)
-    val readData =
-      if (withRowIndex) physicalData.add(ParquetConf.RowIndexField) else physicalData
-    val fullData = {
-      val d = meta.physicalSchema(
-        StructType(snapshot.schema.filterNot(f => meta.partitionColumns.contains(f.name)))
-      )
-      if (withRowIndex) d.add(ParquetConf.RowIndexField) else d
-    }
-    val sqlConf = spark.sessionState.conf.clone()
-    if (meta.columnMappingName == "id") sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, true)
-    val hadoopConf = spark.sessionState.newHadoopConf()
-    hadoopConf.set(ParquetInputFormat.READ_SUPPORT_CLASS, classOf[ParquetReadSupport].getName)
-    hadoopConf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA, readData.json)
-    hadoopConf.set(ParquetWriteSupport.SPARK_ROW_SCHEMA, readData.json)
-    hadoopConf.set(SQLConf.SESSION_LOCAL_TIMEZONE.key, sqlConf.sessionLocalTimeZone)
-    ParquetConf.copyFlags(sqlConf, hadoopConf)
-    ParquetWriteSupport.setSchema(readData, hadoopConf)
-    val broadcastConf = spark.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
-    val parquet = ParquetPartitionReaderFactory(
-      sqlConf,
-      broadcastConf,
-      fullData,
-      readData,
+  override def createReaderFactory(): PartitionReaderFactory =
+    DeltaReaderFactory.create(
+      spark,
+      snapshot,
+      readDataSchema,
       readPartitionSchema,
       parquetFilters,
-      None,
-      new ParquetOptions(Map.empty[String, String], sqlConf)
+      planned.hasDeletionVectors
     )
-    val columnar = !withRowIndex && parquet.supportColumnarReads(null)
-    DeltaReaderFactory(
-      parquet = parquet,
-      table = snapshot.table,
-      version = snapshot.version,
-      tablePath = snapshot.tablePath.toString,
-      conf = broadcastConf,
-      rowIndexOrdinal = if (withRowIndex) readData.length - 1 else -1,
-      parquetOutput = StructType(readData ++ readPartitionSchema),
-      columnar = columnar
-    )
-  }
 
   override def estimateStatistics(): Statistics = {
     val p = planned

@@ -17,11 +17,12 @@ import org.apache.spark.sql.types.StructType
 private[deltareplay] class DeltaReplayScanBuilder(
     spark: SparkSession,
     snapshot: TableSnapshot,
-    conf: ReadConf
+    options: Map[String, String]
 ) extends ScanBuilder
     with SupportsPushDownRequiredColumns
     with SupportsPushDownCatalystFilters {
 
+  private val conf = ReadConf(spark, options)
   private val partitionColumns = snapshot.partitionColumns.map(_.toLowerCase).toSet
   private var required: StructType = snapshot.schema
   private var partitionFilters: Seq[Expression] = Nil
@@ -57,7 +58,8 @@ private[deltareplay] class DeltaReplayScanBuilder(
       readPartitions,
       partitionFilters,
       dataFilters,
-      parquetFilters
+      parquetFilters,
+      options
     )
   }
 }

@@ -29,8 +29,8 @@ private[deltareplay] class DeltaReplayTable(
   override def properties(): util.Map[String, String] = snapshot.meta.configuration.asJava
 
   override def capabilities(): util.Set[TableCapability] =
-    util.EnumSet.of(TableCapability.BATCH_READ)
+    util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ)
 
   override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder =
-    new DeltaReplayScanBuilder(spark, snapshot, ReadConf(spark, options ++ opts.asScala))
+    new DeltaReplayScanBuilder(spark, snapshot, options ++ opts.asScala)
 }

@@ -34,8 +34,6 @@ private[deltareplay] class DistributedReplay(
 
   /** (live files, mode label, actions replayed, tasks run). */
   def run(): (Array[LiveFile], String, Long, Int) = {
-    val useFastPath =
-      segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
     val group = Replay.newJobGroup()
     val sc = spark.sparkContext
     val priorGroup = sc.getLocalProperty("spark.jobGroup.id")
@@ -58,7 +56,11 @@ private[deltareplay] class DistributedReplay(
     }
   }
 
-  private def fastPath(): (Array[LiveFile], Long, String) = {
+  private def useFastPath: Boolean =
+    segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
+
+  /** The checkpoint adds the tail did not touch (a DataFrame), and the tail reconciled. */
+  private def fastPathParts(): (DataFrame, LocalReplay.Reconciler) = {
     val tail = new LocalReplay.Reconciler(tableUri)
     tail.applyInOrder(reader.commitActions(needStats))
     val touched = {
@@ -70,27 +72,73 @@ private[deltareplay] class DistributedReplay(
     val survivors =
       if (tail.winners.isEmpty) checkpointAdds
       else checkpointAdds.join(broadcast(touched), Seq("key", "dvKey"), "left_anti")
-    val (collected, scanned) = collect(survivors)
-    val interner = new Replay.Interner
-    val tailLive = mutable.ArrayBuffer.empty[LiveFile]
-    tail.winners.values().forEach { a =>
-      if (a.isAdd) tailLive += a.copy(partitionValues = interner(a.partitionValues)).toLiveFile
-    }
-    (collected ++ tailLive, scanned + tail.count, "distributed (map-side filter)")
+    (survivors, tail)
   }
 
-  private def windowPath(): (Array[LiveFile], Long, String) = {
+  private def tailLive(tail: LocalReplay.Reconciler): Seq[LiveFile] = {
+    val interner = new Replay.Interner
+    val out = mutable.ArrayBuffer.empty[LiveFile]
+    tail.winners.values().forEach { a =>
+      if (a.isAdd) out += a.copy(partitionValues = interner(a.partitionValues)).toLiveFile
+    }
+    out.toSeq
+  }
+
+  private def windowLive(): DataFrame = {
     val all = keyed(checkpointActions().unionByName(commitActions()))
     val partitions =
       if (conf.replayPartitions > 0) conf.replayPartitions
       else spark.sessionState.conf.numShufflePartitions
     val newestFirst = Window.partitionBy("key", "dvKey").orderBy(desc("version"), desc("isAdd"))
-    val live = all
+    all
       .repartition(partitions, col("key"), col("dvKey"))
       .withColumn("_rank", row_number().over(newestFirst))
       .where(col("_rank") === 1 && col("isAdd"))
-    val (files, scanned) = collect(live)
+  }
+
+  private def fastPath(): (Array[LiveFile], Long, String) = {
+    val (survivors, tail) = fastPathParts()
+    val (collected, scanned) = collect(survivors)
+    (collected ++ tailLive(tail), scanned + tail.count, "distributed (map-side filter)")
+  }
+
+  private def windowPath(): (Array[LiveFile], Long, String) = {
+    val (files, scanned) = collect(windowLive())
     (files, scanned, "distributed (keyed window)")
+  }
+
+  /**
+   * The live files as a DataFrame that stays on the executors (columns path, partitionValues, size,
+   * modificationTime, dv; no stats), for the streaming source's initial snapshot.
+   */
+  def liveFrame(): DataFrame = {
+    val columns = Seq("path", "partitionValues", "size", "modificationTime", "dv").map(col)
+    if (!useFastPath) windowLive().select(columns: _*)
+    else {
+      val (survivors, tail) = fastPathParts()
+      val tailRows = tailLive(tail).map { f =>
+        val dv = f.dv
+          .map(d =>
+            Row(
+              d.storageType,
+              d.pathOrInlineDv,
+              d.offset.map(Int.box).orNull,
+              d.sizeInBytes,
+              d.cardinality
+            )
+          )
+          .orNull
+        Row(f.path, f.partitionValues, f.size, f.modificationTime, dv)
+      }
+      val schema = new StructType()
+        .add("path", "string")
+        .add("partitionValues", "map<string,string>")
+        .add("size", "long")
+        .add("modificationTime", "long")
+        .add("dv", FileActions.DvType)
+      val tailFrame = spark.createDataFrame(java.util.Arrays.asList(tailRows: _*), schema)
+      survivors.select(columns: _*).unionByName(tailFrame)
+    }
   }
 
   // ------------------------------------------------------------------ step 1 and 2

@@ -91,6 +91,39 @@ private[deltareplay] object Errors {
         "by VACUUM; read a newer version, or restore the file."
     )
 
+  def badOffset(table: String, json: String, detail: String): DeltaReplayException =
+    fail(
+      s"The streaming checkpoint's offset for $table cannot be used ($detail): $json. Start the " +
+        "query with a new checkpoint location, or read this stream with delta-spark " +
+        "(spark.deltareplay.enabled=false)."
+    )
+
+  def offsetFromAnotherTable(table: String, tableId: String, other: String): DeltaReplayException =
+    fail(
+      s"The streaming checkpoint was written for another Delta table (id $other), not $table " +
+        s"(id $tableId). Use a new checkpoint location for this query."
+    )
+
+  def dataChangeInSource(table: String, version: Long): DeltaReplayException =
+    fail(
+      s"Version $version of $table removes or rewrites data (DELETE, UPDATE, MERGE or " +
+        "overwrite), which a streaming read of appends cannot follow. Set option " +
+        "skipChangeCommits=true to skip such commits, ignoreDeletes=true if the commit only " +
+        "deletes, or ignoreChanges=true to re-emit rewritten files."
+    )
+
+  def schemaChangedInStream(table: String, version: Long): DeltaReplayException =
+    fail(
+      s"The schema of $table changed at version $version while the stream was reading it. " +
+        "Restart the query: it will continue from its checkpoint with the new schema."
+    )
+
+  def streamLogGone(table: String, version: Long): DeltaReplayException =
+    fail(
+      s"The stream needs commit $version of $table, but the log no longer has it (log " +
+        "cleanup ran past the stream). Restart from a new checkpoint with startingVersion."
+    )
+
   def noPath(): DeltaReplayException =
     fail("No table path given: use spark.read.format(\"delta-replay\").load(\"/path/to/table\").")
 }

@@ -144,6 +144,17 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
     tableMeta()
   }
 
+  /** Protocol and metaData actions of the segment's commits, oldest first. */
+  def commitProtocolAndMetadata(): Seq[ProtocolOrMetadata] =
+    segment.commits.flatMap { file =>
+      readText(file).flatMap { line =>
+        if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
+          parseLine(file, line)
+          parseProtocolOrMetadataSafely(file, line)
+        } else None
+      }
+    }
+
   // ---------------------------------------------------------------- file actions
 
   /** Adds and removes of the commits after the checkpoint, in log order. */

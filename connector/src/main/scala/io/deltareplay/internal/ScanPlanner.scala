@@ -23,6 +23,50 @@ private[deltareplay] case class PlannedScan(
  */
 private[deltareplay] object ScanPlanner {
 
+  /** File splits sized by Spark's `maxPartitionBytes` rules, packed into input partitions. */
+  def splits(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      files: Seq[LiveFile],
+      readPartitionSchema: StructType
+  ): Array[DeltaInputPartition] = {
+    val meta = snapshot.meta
+    val tz = spark.sessionState.conf.sessionLocalTimeZone
+    val values = new PartitionValues(
+      readPartitionSchema,
+      readPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
+      tz
+    )
+    val tableUri = Replay.tableUri(snapshot.segment)
+    val conf = spark.sessionState.conf
+    val totalBytes = files.iterator.map(_.size + conf.filesOpenCostInBytes).sum
+    val bytesPerCore = totalBytes / math.max(1, spark.sparkContext.defaultParallelism)
+    val maxSplit =
+      math.min(conf.filesMaxPartitionBytes, math.max(conf.filesOpenCostInBytes, bytesPerCore))
+    val pieces = files.iterator
+      .flatMap { f =>
+        val row = values.row(f.partitionValues)
+        val path = SparkPath.fromUrlString(Replay.canonicalPath(tableUri, f.path))
+        (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
+          val length = math.min(maxSplit, f.size - start)
+          val split = PartitionedFile(
+            row,
+            path,
+            start,
+            length,
+            Array.empty,
+            f.modificationTime,
+            f.size,
+            Map.empty
+          )
+          (split, f.dv)
+        }
+      }
+      .toSeq
+      .sortBy(-_._1.length)
+    DeltaInputPartition.pack(pieces, maxSplit, conf.filesOpenCostInBytes)
+  }
+
   def plan(
       spark: SparkSession,
       snapshot: TableSnapshot,
@@ -68,41 +112,7 @@ private[deltareplay] object ScanPlanner {
       }
 
     // Step 3: splits.
-    val values = new PartitionValues(
-      readPartitionSchema,
-      readPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
-      tz
-    )
-    val tableUri = Replay.tableUri(snapshot.segment)
-    val conf = spark.sessionState.conf
-    val totalBytes = skipped.iterator.map(_.size + conf.filesOpenCostInBytes).sum
-    val bytesPerCore = totalBytes / math.max(1, spark.sparkContext.defaultParallelism)
-    val maxSplit =
-      math.min(conf.filesMaxPartitionBytes, math.max(conf.filesOpenCostInBytes, bytesPerCore))
-    val splits = skipped.iterator
-      .flatMap { f =>
-        val row = values.row(f.partitionValues)
-        val path = SparkPath.fromUrlString(Replay.canonicalPath(tableUri, f.path))
-        (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
-          val length = math.min(maxSplit, f.size - start)
-          (
-            PartitionedFile(
-              row,
-              path,
-              start,
-              length,
-              Array.empty,
-              f.modificationTime,
-              f.size,
-              Map.empty
-            ),
-            f.dv
-          )
-        }
-      }
-      .toSeq
-      .sortBy(-_._1.length)
-    val partitions = DeltaInputPartition.pack(splits, maxSplit, conf.filesOpenCostInBytes)
+    val partitions = splits(spark, snapshot, skipped, readPartitionSchema)
     val rows = skipped.iterator
       .map(f => StatsRows.numRecords(f.stats).map(_ - f.dv.map(_.cardinality).getOrElse(0L)))
       .foldLeft(Option(0L)) { case (acc, r) => for (a <- acc; b <- r) yield a + b }

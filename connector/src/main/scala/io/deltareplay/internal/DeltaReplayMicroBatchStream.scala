@@ -1,0 +1,300 @@
+package io.deltareplay.internal
+
+import java.sql.Timestamp
+import java.util.{Locale, Optional}
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
+import org.apache.spark.sql.connector.read.streaming._
+import org.apache.spark.sql.connector.read.streaming.{Offset => OffsetV2}
+import org.apache.spark.sql.delta.DeltaColumnMapping
+import org.apache.spark.sql.types.{StructType, TimestampType}
+import org.apache.spark.storage.StorageLevel
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * The streaming source: first the files live at the start version (the initial snapshot, see
+ * [[SnapshotIndex]]), then the data-changing adds of each later commit in log order. Offsets are
+ * [[StreamOffset]]s, compatible with delta-spark's DeltaSource. The DSv2 surface only: what to read
+ * next is worked out by [[StreamPlanner]].
+ */
+private[deltareplay] class DeltaReplayMicroBatchStream(
+    spark: SparkSession,
+    start: TableSnapshot,
+    options: StreamOptions,
+    conf: ReadConf,
+    storageLevel: StorageLevel
+) extends MicroBatchStream
+    with SupportsAdmissionControl
+    with SupportsTriggerAvailableNow
+    with ReportsSourceMetrics
+    with Logging {
+
+  private val planner = new StreamPlanner(spark, start, options, conf, storageLevel)
+  @volatile private var availableNowBound: Option[Long] = None
+  @volatile private var lastAdmittedFiles = 0L
+  @volatile private var lastEnd: Option[StreamOffset] = None
+
+  override def initialOffset(): OffsetV2 = {
+    val id = start.meta.tableId
+    options.startingVersion.map(_.toLowerCase(Locale.ROOT)) match {
+      case Some("latest") => StreamOffset(id, planner.latestVersion() + 1, StreamOffset.Base, false)
+      case Some(v) => StreamOffset(id, v.toLong, StreamOffset.Base, false)
+      case None =>
+        options.startingTimestamp match {
+          case Some(ts) =>
+            val tz = spark.sessionState.conf.sessionLocalTimeZone
+            val micros = Cast(Literal(UTF8String.fromString(ts)), TimestampType, Some(tz)).eval()
+            if (micros == null) {
+              throw Errors.badOption(StreamOptions.StartingTimestamp, ts, "a timestamp")
+            }
+            val time = new Timestamp(micros.asInstanceOf[Long] / 1000)
+            val v = DeltaAdapter.firstVersionAtOrAfter(spark, start.tablePath, time)
+            StreamOffset(id, v, StreamOffset.Base, false)
+          case None => StreamOffset(id, start.version, StreamOffset.Base, true)
+        }
+    }
+  }
+
+  override def deserializeOffset(json: String): OffsetV2 =
+    StreamOffset.parse(json, start.table, start.meta.tableId)
+
+  /** Spark hands back restored offsets in their serialized form. */
+  private def offset(o: OffsetV2): StreamOffset = o match {
+    case s: StreamOffset => s
+    case other => StreamOffset.parse(other.json(), start.table, start.meta.tableId)
+  }
+
+  override def getDefaultReadLimit: ReadLimit = {
+    val files = options.maxFilesPerTrigger.map(ReadLimit.maxFiles)
+    val bytes = options.maxBytesPerTrigger.map(ReadLimit.maxBytes)
+    (files, bytes) match {
+      case (Some(f), Some(b)) => ReadLimit.compositeLimit(Array(f, b))
+      case (Some(f), None) => f
+      case (None, Some(b)) => b
+      case (None, None) => ReadLimit.maxFiles(StreamOptions.DefaultMaxFiles)
+    }
+  }
+
+  override def latestOffset(): OffsetV2 =
+    throw new UnsupportedOperationException("latestOffset(start, limit) is used instead")
+
+  override def latestOffset(startOffset: OffsetV2, limit: ReadLimit): OffsetV2 = {
+    val from = offset(startOffset)
+    val (maxFiles, maxBytes) = limits(limit)
+    val bound = availableNowBound.getOrElse(planner.latestVersion())
+    val (end, admitted) = planner.admit(from, bound, maxFiles, maxBytes)
+    lastAdmittedFiles = admitted
+    lastEnd = Some(end)
+    end
+  }
+
+  private def limits(limit: ReadLimit): (Long, Long) = limit match {
+    case f: ReadMaxFiles => (f.maxFiles().toLong, Long.MaxValue)
+    case b: ReadMaxBytes => (Long.MaxValue, b.maxBytes())
+    case c: CompositeReadLimit =>
+      c.getReadLimits.map(limits).foldLeft((Long.MaxValue, Long.MaxValue)) { case (a, b) =>
+        (math.min(a._1, b._1), math.min(a._2, b._2))
+      }
+    case _ => (Long.MaxValue, Long.MaxValue) // ReadAllAvailable (Trigger.Once)
+  }
+
+  override def planInputPartitions(
+      startOffset: OffsetV2,
+      endOffset: OffsetV2
+  ): Array[InputPartition] = {
+    val files = planner.filesBetween(offset(startOffset), offset(endOffset))
+    ScanPlanner.splits(spark, start, files, planner.partitionSchema).map(p => p: InputPartition)
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory = {
+    val base = DeltaReaderFactory.create(
+      spark,
+      start,
+      planner.dataSchema,
+      planner.partitionSchema,
+      Array.empty,
+      withRowIndex = true
+    )
+    // Rows come out in the table's column order, as the streaming relation expects.
+    val produced = (planner.dataSchema ++ planner.partitionSchema).map(_.name)
+    base.copy(columnar = false, outputOrdinals = start.schema.fieldNames.map(produced.indexOf))
+  }
+
+  override def commit(end: OffsetV2): Unit = {
+    val o = offset(end)
+    if (!o.initialSnapshot) planner.releaseSnapshot()
+  }
+
+  override def stop(): Unit = planner.releaseSnapshot()
+
+  override def prepareForTriggerAvailableNow(): Unit =
+    availableNowBound = Some(planner.latestVersion())
+
+  override def metrics(latestConsumedOffset: Optional[OffsetV2]): java.util.Map[String, String] = {
+    val consumed = Option(latestConsumedOffset.orElse(null)).map(offset)
+    val snapshotBacklog = consumed.filter(_.initialSnapshot).flatMap(planner.snapshotBacklog)
+    Map(
+      "filesAdmitted" -> lastAdmittedFiles.toString,
+      "snapshotPhase" -> consumed.forall(_.initialSnapshot).toString,
+      "backlogSnapshotFiles" -> snapshotBacklog.map(_._1.toString).getOrElse("0"),
+      "backlogSnapshotBytes" -> snapshotBacklog.map(_._2.toString).getOrElse("0"),
+      "latestTableVersion" -> planner.latestVersion().toString,
+      "snapshot" -> planner.snapshotDescription
+    ).asJava
+  }
+
+  override def toString: String = s"DeltaReplayMicroBatchStream[${start.table}]"
+}
+
+/**
+ * What a stream reads next: walks the initial snapshot and then the commits, applying the
+ * change-commit rules, in offset order.
+ */
+private[deltareplay] class StreamPlanner(
+    spark: SparkSession,
+    start: TableSnapshot,
+    options: StreamOptions,
+    conf: ReadConf,
+    storageLevel: StorageLevel
+) {
+  private val meta = start.meta
+  private val tableId = meta.tableId
+  private val hadoopConf = spark.sessionState.newHadoopConf()
+  private val partitionColumns = meta.partitionColumns.toSet
+  val dataSchema: StructType = StructType(start.schema.filterNot(f => partitionColumns(f.name)))
+  val partitionSchema: StructType = StructType(start.schema.filter(f => partitionColumns(f.name)))
+
+  @volatile private var snapshot: Option[(Long, SnapshotIndex)] = None
+  @volatile private var listing: LogSegment.Listing = LogSegment.list(start.tablePath, hadoopConf)
+
+  def latestVersion(): Long = {
+    listing = LogSegment.list(start.tablePath, hadoopConf)
+    listing.latestVersion
+  }
+
+  /** An item of the stream: a file with its offset, or the end of a version. */
+  private sealed trait Item { def offset: StreamOffset }
+  private case class FileItem(offset: StreamOffset, file: LiveFile) extends Item
+  private case class VersionEnd(offset: StreamOffset) extends Item
+
+  /** Admits files after `from` up to the limits; returns the end offset and the files admitted. */
+  def admit(
+      from: StreamOffset,
+      bound: Long,
+      maxFiles: Long,
+      maxBytes: Long
+  ): (StreamOffset, Long) = {
+    var end = from
+    var files = 0L
+    var bytes = 0L
+    val it = items(from, bound)
+    var stop = false
+    while (!stop && it.hasNext)
+      it.next() match {
+        case VersionEnd(o) => end = o
+        case FileItem(o, f) =>
+          if (files >= maxFiles || (files > 0 && bytes + f.size > maxBytes)) stop = true
+          else {
+            files += 1
+            bytes += f.size
+            end = o
+          }
+      }
+    (end, files)
+  }
+
+  /** The files in (start, end]. */
+  def filesBetween(from: StreamOffset, end: StreamOffset): Seq[LiveFile] = {
+    // An end at the base of version v means "all of v-1 read": v itself may not exist yet.
+    val bound =
+      if (!end.initialSnapshot && end.index == StreamOffset.Base) end.version - 1 else end.version
+    items(from, bound).takeWhile(_.offset <= end).collect { case FileItem(_, f) => f }.toSeq
+  }
+
+  private def items(from: StreamOffset, bound: Long): Iterator[Item] = {
+    val commitsFrom = if (from.initialSnapshot) from.version + 1 else from.version
+    val snapshotItems =
+      if (!from.initialSnapshot) Iterator.empty
+      else {
+        val index = snapshotAt(from.version)
+        val batch = 10000L
+        Iterator
+          .iterate(from.index)(_ + batch)
+          .takeWhile(_ < index.size - 1)
+          .flatMap(lo => index.range(lo, lo + batch))
+          .map { case (i, f) => FileItem(StreamOffset(tableId, from.version, i, true), f): Item } ++
+          Iterator.single(
+            VersionEnd(StreamOffset(tableId, from.version + 1, StreamOffset.Base, false))
+          )
+      }
+    val commitItems = Iterator.range(commitsFrom, bound + 1).flatMap { v =>
+      val after = if (!from.initialSnapshot && v == from.version) from.index else StreamOffset.Base
+      commit(v).iterator.filter(_.offset.index > after) ++
+        Iterator.single(VersionEnd(StreamOffset(tableId, v + 1, StreamOffset.Base, false)))
+    }
+    snapshotItems ++ commitItems
+  }
+
+  /** The items of one commit after the change-commit rules. */
+  private def commit(version: Long): Seq[Item] = {
+    val status = listing.commits.getOrElse(
+      version, {
+        listing = LogSegment.list(start.tablePath, hadoopConf)
+        listing.commits.getOrElse(version, throw Errors.streamLogGone(start.table, version))
+      }
+    )
+    val segment = LogSegment(start.tablePath, version, None, "none", Nil, Seq(status))
+    val reader = new LogReader(spark, segment)
+    reader.commitProtocolAndMetadata().foreach {
+      case DeltaAdapter.MetadataAction(m) =>
+        val schema = DeltaColumnMapping.dropColumnMappingMetadata(m.schema)
+        if (schema != start.schema || m.partitionColumns != meta.partitionColumns) {
+          throw Errors.schemaChangedInStream(start.table, version)
+        }
+      case DeltaAdapter.ProtocolAction(p) =>
+        DeltaAdapter.checkReadable(start.table, meta.copy(protocol = p))
+    }
+    val actions = reader.commitActions(needStats = false).toSeq
+    val adds = actions.filter(a => a.isAdd && a.dataChange)
+    val changes = actions.exists(a => !a.isAdd && a.dataChange)
+    val emitted =
+      if (!changes) adds
+      else if (options.skipChangeCommits) Nil
+      else if (options.ignoreChanges) adds
+      else if (options.ignoreDeletes && adds.isEmpty) Nil
+      else throw Errors.dataChangeInSource(start.table, version)
+    emitted.zipWithIndex.map { case (a, i) =>
+      FileItem(StreamOffset(tableId, version, i.toLong, false), a.toLiveFile)
+    }
+  }
+
+  private def snapshotAt(version: Long): SnapshotIndex = synchronized {
+    snapshot match {
+      case Some((v, index)) if v == version => index
+      case _ =>
+        snapshot.foreach(_._2.release())
+        val segment =
+          LogSegment.forVersion(LogSegment.list(start.tablePath, hadoopConf), Some(version))
+        val index = SnapshotIndex.build(spark, segment, conf, storageLevel)
+        snapshot = Some(version -> index)
+        index
+    }
+  }
+
+  /** Files and bytes of the snapshot still to read after `consumed`. */
+  def snapshotBacklog(consumed: StreamOffset): Option[(Long, Long)] = snapshot.collect {
+    case (v, index) if v == consumed.version => index.remaining(consumed.index)
+  }
+
+  def snapshotDescription: String = snapshot.map(_._2.description).getOrElse("none")
+
+  def releaseSnapshot(): Unit = synchronized {
+    snapshot.foreach(_._2.release())
+    snapshot = None
+  }
+}

@@ -1,0 +1,64 @@
+package io.deltareplay.internal
+
+import java.util.Locale
+
+import scala.jdk.CollectionConverters._
+
+import io.deltareplay.{DeltaReplayOptions, DeltaReplaySource}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.AttributeReference
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
+import org.apache.spark.sql.execution.streaming.runtime.StreamingRelation
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+/**
+ * Routes delta-spark streaming reads (`readStream.format("delta")`, `readStream.table(...)`) to
+ * this connector's micro-batch stream. Streams with options this connector does not implement (for
+ * example `readChangeFeed` or `schemaTrackingLocation`) stay with delta-spark, as do all streams
+ * when `spark.deltareplay.enabled=false`.
+ */
+private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends Rule[LogicalPlan] {
+
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    if (!ReadConf.routingEnabled(spark)) return plan
+    plan.resolveOperatorsUp {
+      case rel @ StreamingRelation(ds, _, output, identifyingName) if isDelta(ds.className) =>
+        val options = ds.options
+        val path = options
+          .collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }
+          .orElse(ds.catalogTable.map(_.location.toString))
+        if (path.isEmpty || !routable(options)) rel
+        else {
+          val snapshot = TableSnapshot.load(spark, path.get, None, None)
+          val table = new DeltaReplayTable(spark, snapshot, options)
+          StreamingRelationV2(
+            Some(new DeltaReplaySource),
+            "delta-replay",
+            table,
+            new CaseInsensitiveStringMap(options.asJava),
+            output.map(_.asInstanceOf[AttributeReference]),
+            None,
+            None,
+            Some(rel),
+            identifyingName
+          )
+        }
+    }
+  }
+
+  private def isDelta(className: String): Boolean =
+    className.equalsIgnoreCase("delta") ||
+      className == "org.apache.spark.sql.delta.sources.DeltaDataSource"
+
+  private def routable(options: Map[String, String]): Boolean = {
+    val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+    val optedOut = lower
+      .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
+      .exists(_.trim.equalsIgnoreCase("false"))
+    val known = DeltaReplayOptions.KnownReadOptions ++ StreamOptions.Known +
+      "streaming.snapshotstoragelevel"
+    !optedOut && (lower.keySet -- known).isEmpty
+  }
+}

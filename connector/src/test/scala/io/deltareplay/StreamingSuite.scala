@@ -1,0 +1,329 @@
+package io.deltareplay
+
+import java.io.File
+
+import io.deltareplay.test.DeltaOracle
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The streaming source against delta-spark's DeltaSource (the oracle). */
+class StreamingSuite extends AnyFunSuite with DeltaOracle {
+
+  private def appendCommit(path: String, from: Long, to: Long, files: Int = 1): Unit =
+    spark
+      .range(from, to)
+      .selectExpr("id", "cast(id % 3 as int) as g")
+      .repartition(files)
+      .write
+      .format("delta")
+      .mode("append")
+      .save(path)
+
+  private def source(path: String, delta: Boolean, options: Map[String, String]): DataFrame = {
+    val r = spark.readStream.format("delta").options(options)
+    (if (delta) r.option("deltareplay.route", "false") else r).load(path)
+  }
+
+  /** Runs to the end with AvailableNow into the memory sink; the ids of each batch. */
+  private def batches(
+      path: String,
+      delta: Boolean,
+      options: Map[String, String]
+  ): Seq[Seq[Long]] = {
+    val name = s"q_${System.nanoTime()}"
+    val q = source(path, delta, options).writeStream
+      .format("memory")
+      .queryName(name)
+      .trigger(Trigger.AvailableNow())
+      .start()
+    try {
+      q.awaitTermination()
+      val desc = q.lastProgress.sources.head.description
+      assert(desc.contains("DeltaReplayMicroBatchStream") != delta, s"wrong source: $desc")
+      spark.table(name).collect().map(_.getLong(0)).toSeq
+      q.recentProgress.filter(_.numInputRows > 0).map(p => p.batchId).toSeq
+      val all = spark.sql(s"SELECT id FROM $name").collect().map(_.getLong(0))
+      // Recover the batch boundaries from the progress reports (rows per batch, in order).
+      // (DeltaSource counts rows before deletion vectors are applied; this source after.)
+      val sizes = q.recentProgress.map(_.numInputRows).filter(_ > 0).toSeq
+      if (!delta) assert(sizes.sum === all.length)
+      if (sizes.sum != all.length) return Seq(all.toSeq.sorted)
+      val sorted = all.toSeq
+      var at = 0
+      sizes.map { n =>
+        val b = sorted.slice(at, at + n.toInt).sorted; at += n.toInt; b
+      }
+    } finally {
+      q.stop()
+      spark.sql(s"DROP VIEW IF EXISTS $name")
+    }
+  }
+
+  private def sinkRows(sink: String): Seq[String] = sorted(spark.read.format("delta").load(sink))
+
+  test(
+    "same rows and same batches as DeltaSource under maxFilesPerTrigger, with and without an initial snapshot"
+  ) {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      (0 until 12).foreach(i => appendCommit(path, i * 10, (i + 1) * 10))
+      Seq(
+        Map("maxFilesPerTrigger" -> "5"),
+        Map("maxFilesPerTrigger" -> "3", "startingVersion" -> "4"),
+        Map("maxFilesPerTrigger" -> "1000")
+      ).foreach { opts =>
+        Seq("local", "distributed").foreach { mode =>
+          withReplayMode(mode) {
+            val ours = batches(path, delta = false, opts)
+            val theirs = batches(path, delta = true, opts)
+            assert(ours.map(_.size) === theirs.map(_.size), s"$opts $mode")
+            assert(ours.flatten.sorted === theirs.flatten.sorted, s"$opts $mode")
+          }
+        }
+      }
+    }
+  }
+
+  test(
+    "restart from the checkpoint after a kill mid-stream: no duplicate, no missing row (Delta sink)"
+  ) {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      (0 until 8).foreach(i => appendCommit(path, i * 100, (i + 1) * 100, files = 2))
+      val sink = new File(dir, "sink").getAbsolutePath
+      val ckpt = new File(dir, "ckpt").getAbsolutePath
+      def start(trigger: Trigger): StreamingQuery =
+        source(path, delta = false, Map("maxFilesPerTrigger" -> "1")).writeStream
+          .format("delta")
+          .option("checkpointLocation", ckpt)
+          .trigger(trigger)
+          .start(sink)
+      val q = start(Trigger.ProcessingTime(0))
+      val deadline = System.currentTimeMillis() + 120000
+      while (Option(q.lastProgress).forall(_.batchId < 2) && System.currentTimeMillis() < deadline)
+        Thread.sleep(50)
+      q.stop() // may interrupt a running batch
+      appendCommit(path, 5000, 5100)
+      // Restart after every batch: one batch per run until the source is drained.
+      (0 until 3).foreach { _ =>
+        val once = source(path, delta = false, Map("maxFilesPerTrigger" -> "4")).writeStream
+          .format("delta")
+          .option("checkpointLocation", ckpt)
+          .trigger(Trigger.Once())
+          .start(sink)
+        once.awaitTermination()
+      }
+      val rest = start(Trigger.AvailableNow())
+      rest.awaitTermination()
+      assert(sinkRows(sink) === sorted(v1(path)))
+    }
+  }
+
+  test("concurrent appends and OPTIMIZE while the stream runs") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      (0 until 4).foreach(i => appendCommit(path, i * 10, (i + 1) * 10, files = 2))
+      val sink = new File(dir, "sink").getAbsolutePath
+      val q = source(path, delta = false, Map("maxFilesPerTrigger" -> "2")).writeStream
+        .format("delta")
+        .option("checkpointLocation", new File(dir, "ckpt").getAbsolutePath)
+        .trigger(Trigger.ProcessingTime(100))
+        .start(sink)
+      try {
+        (4 until 9).foreach(i => appendCommit(path, i * 10, (i + 1) * 10, files = 2))
+        spark.sql(s"OPTIMIZE delta.`$path`").collect()
+        appendCommit(path, 900, 910)
+        q.processAllAvailable()
+      } finally q.stop()
+      assert(sinkRows(sink) === sorted(v1(path)))
+    }
+  }
+
+  test("options: startingVersion latest, startingTimestamp, maxBytesPerTrigger, Trigger.Once") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      (0 until 4).foreach(i => appendCommit(path, i * 10, (i + 1) * 10))
+      assert(batches(path, delta = false, Map("startingVersion" -> "latest")).flatten.isEmpty)
+      val ts =
+        spark.sql(s"DESCRIBE HISTORY delta.`$path`").where("version = 2").head().getTimestamp(0 + 1)
+      val fromTs =
+        batches(path, delta = false, Map("startingTimestamp" -> ts.toString)).flatten.sorted
+      assert(
+        fromTs === batches(
+          path,
+          delta = true,
+          Map("startingTimestamp" -> ts.toString)
+        ).flatten.sorted
+      )
+      assert(fromTs === (20L until 40L))
+      val bytes = batches(path, delta = false, Map("maxBytesPerTrigger" -> "1"))
+      assert(bytes.size === 4 && bytes.flatten.sorted === (0L until 40L))
+      val name = s"once_${System.nanoTime()}"
+      val q = source(path, delta = false, Map("maxFilesPerTrigger" -> "1")).writeStream
+        .format("memory")
+        .queryName(name)
+        .trigger(Trigger.Once())
+        .start()
+      q.awaitTermination()
+      assert(spark.table(name).count() === 40)
+    }
+  }
+
+  test("change commits fail naming the version and the options; the options skip or ignore them") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      (0 until 3).foreach(i => appendCommit(path, i * 10, (i + 1) * 10))
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id < 10").collect() // v3: removes a whole file
+      appendCommit(path, 100, 110) // v4
+      spark.sql(s"UPDATE delta.`$path` SET g = 9 WHERE id = 15").collect() // v5: rewrite
+      val e = intercept[Exception](batches(path, delta = false, Map("startingVersion" -> "1")))
+      val msg =
+        Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString
+      assert(msg.contains("Version 3") && msg.contains("skipChangeCommits"), msg)
+      val skipped =
+        batches(path, delta = false, Map("startingVersion" -> "1", "skipChangeCommits" -> "true"))
+      assert(
+        skipped.flatten.sorted === batches(
+          path,
+          delta = true,
+          Map("startingVersion" -> "1", "skipChangeCommits" -> "true")
+        ).flatten.sorted
+      )
+      val ignored =
+        batches(path, delta = false, Map("startingVersion" -> "1", "ignoreChanges" -> "true"))
+      assert(
+        ignored.flatten.sorted === batches(
+          path,
+          delta = true,
+          Map("startingVersion" -> "1", "ignoreChanges" -> "true")
+        ).flatten.sorted
+      )
+      val e2 = intercept[Exception](
+        batches(path, delta = false, Map("startingVersion" -> "1", "ignoreDeletes" -> "true"))
+      )
+      assert(
+        Iterator
+          .iterate[Throwable](e2)(_.getCause)
+          .takeWhile(_ != null)
+          .exists(_.getMessage.contains("Version 5"))
+      )
+      // OPTIMIZE (dataChange = false) passes silently.
+      val opt = new File(dir, "o").getAbsolutePath
+      (0 until 3).foreach(i => appendCommit(opt, i * 10, (i + 1) * 10))
+      spark.sql(s"OPTIMIZE delta.`$opt`").collect()
+      appendCommit(opt, 50, 60)
+      assert(
+        batches(
+          opt,
+          delta = false,
+          Map("startingVersion" -> "0")
+        ).flatten.sorted === ((0L until 30L) ++ (50L until 60L))
+      )
+    }
+  }
+
+  test("deletion vectors: deleted rows of snapshot files are not emitted") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      spark
+        .range(0, 50)
+        .selectExpr("id", "cast(id % 3 as int) as g")
+        .repartition(2)
+        .write
+        .format("delta")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 5 = 0").collect()
+      val ours = batches(path, delta = false, Map.empty).flatten.sorted
+      assert(ours === batches(path, delta = true, Map.empty).flatten.sorted)
+      assert(ours.size === 40)
+    }
+  }
+
+  test("a schema change stops the query with a clear error; a restart reads the new schema") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      appendCommit(path, 0, 10)
+      val sink = new File(dir, "sink").getAbsolutePath
+      val ckpt = new File(dir, "ckpt").getAbsolutePath
+      def start(trigger: Trigger): StreamingQuery =
+        source(path, delta = false, Map.empty).writeStream
+          .format("delta")
+          .option("checkpointLocation", ckpt)
+          .option("mergeSchema", "true")
+          .trigger(trigger)
+          .start(sink)
+      val q = start(Trigger.ProcessingTime(100))
+      q.processAllAvailable()
+      spark.sql(s"ALTER TABLE delta.`$path` ADD COLUMNS (extra STRING)").collect()
+      spark
+        .range(10, 20)
+        .selectExpr("id", "cast(id % 3 as int) as g", "'x' as extra")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      val e = intercept[Exception](q.awaitTermination(120000))
+      q.stop()
+      val msg =
+        Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString
+      assert(msg.contains("schema") && msg.contains("Restart"), msg)
+      start(Trigger.AvailableNow()).awaitTermination()
+      assert(spark.read.format("delta").load(sink).where("extra = 'x'").count() === 10)
+      assert(spark.read.format("delta").load(sink).count() === 20)
+    }
+  }
+
+  test(
+    "offsets: checkpoints move between DeltaSource and this source; another table's checkpoint fails"
+  ) {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      (0 until 3).foreach(i => appendCommit(path, i * 10, (i + 1) * 10))
+      val sink = new File(dir, "sink").getAbsolutePath
+      val ckpt = new File(dir, "ckpt").getAbsolutePath
+      def run(delta: Boolean, p: String = path): StreamingQuery =
+        source(p, delta, Map("maxFilesPerTrigger" -> "1")).writeStream
+          .format("delta")
+          .option("checkpointLocation", ckpt)
+          .trigger(Trigger.AvailableNow())
+          .start(sink)
+      run(delta = true).awaitTermination() // DeltaSource writes the checkpoint
+      appendCommit(path, 30, 40)
+      val ours = run(delta = false)
+      ours.awaitTermination()
+      assert(ours.lastProgress.sources.head.description.contains("DeltaReplay"))
+      appendCommit(path, 40, 50)
+      run(delta = true).awaitTermination() // and back to DeltaSource
+      assert(sinkRows(sink) === sorted(v1(path)))
+      val other = new File(dir, "other").getAbsolutePath
+      appendCommit(other, 0, 5)
+      val e = intercept[Exception](run(delta = false, other).awaitTermination())
+      val msg =
+        Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString
+      assert(msg.contains("another Delta table"), msg)
+    }
+  }
+
+  test("progress reports custom metrics") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      (0 until 3).foreach(i => appendCommit(path, i * 10, (i + 1) * 10))
+      val name = s"m_${System.nanoTime()}"
+      val q = source(path, delta = false, Map("maxFilesPerTrigger" -> "1")).writeStream
+        .format("memory")
+        .queryName(name)
+        .trigger(Trigger.AvailableNow())
+        .start()
+      q.awaitTermination()
+      val metrics = q.recentProgress.head.sources.head.metrics
+      assert(metrics.get("filesAdmitted") === "1", metrics)
+      assert(
+        metrics.containsKey("backlogSnapshotFiles") && metrics.containsKey("snapshotPhase"),
+        metrics
+      )
+      assert(q.recentProgress.map(_.numInputRows).sum === 30)
+    }
+  }
+}
