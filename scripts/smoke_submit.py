@@ -9,7 +9,7 @@ spark = SparkSession.builder.getOrCreate()
 with tempfile.TemporaryDirectory() as tmp:
     spark.range(10).write.format("delta").save(tmp + "/t")
     df = spark.read.format("delta").load(tmp + "/t")
-    plan = df._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+    plan = df._jdf.queryExecution().executedPlan().toString()
     ok = df.count() == 10 and "DeltaReplayScan" in plan
     print(f"spark-submit --packages smoke: rows={df.count()} routed={'DeltaReplayScan' in plan}")
 spark.stop()

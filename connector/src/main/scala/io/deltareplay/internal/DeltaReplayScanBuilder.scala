@@ -40,7 +40,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
     rest
   }
 
-  override def pushedFilters(): Array[Predicate] =
+  override def pushedFilters: Array[Predicate] =
     (partitionFilters ++ dataFilters).flatMap(f => SparkBridge.translatePredicate(f)).toArray
 
   override def build(): Scan = {

@@ -190,7 +190,7 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
     val pv = Option(body.get("partitionValues")).filterNot(_.isNull) match {
       case Some(obj) =>
         val b = Map.newBuilder[String, String]
-        obj.fields().forEachRemaining { e =>
+        obj.properties().forEach { e =>
           b += e.getKey -> (if (e.getValue.isNull) null else e.getValue.asText())
         }
         b.result()

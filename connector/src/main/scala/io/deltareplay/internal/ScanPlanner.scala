@@ -112,7 +112,7 @@ private[deltareplay] object ScanPlanner {
       }
 
     // Step 3: splits.
-    val partitions = splits(spark, snapshot, skipped, readPartitionSchema)
+    val partitions = splits(spark, snapshot, skipped.toIndexedSeq, readPartitionSchema)
     val rows = skipped.iterator
       .map(f => StatsRows.numRecords(f.stats).map(_ - f.dv.map(_.cardinality).getOrElse(0L)))
       .foldLeft(Option(0L)) { case (acc, r) => for (a <- acc; b <- r) yield a + b }

@@ -130,11 +130,6 @@ private[deltareplay] final class StatsSkipping(
     }
   }
 
-  /** A value wrapped so that min/max/literal compare in the column's order. */
-  private final case class Key(value: Any, cmp: (Any, Any) => Int) extends Ordered[Any] {
-    override def compare(that: Any): Int = cmp(value, that)
-  }
-
   private val longCmp = (a: Any, b: Any) =>
     java.lang.Long.compare(a.asInstanceOf[Long], b.asInstanceOf[Long])
   private val doubleCmp = (a: Any, b: Any) =>
@@ -188,4 +183,9 @@ private[deltareplay] final class StatsSkipping(
     case (x: Boolean, _) => Some(Key(x, boolCmp))
     case _ => None
   }
+}
+
+/** A value wrapped so that min/max/literal compare in the column's order. */
+private final case class Key(value: Any, cmp: (Any, Any) => Int) extends Ordered[Any] {
+  override def compare(that: Any): Int = cmp(value, that)
 }
