@@ -14,8 +14,18 @@ def test_wheel_ships_the_connector_jar(tmp_path: Path) -> None:
     jars = list((PYTHON_DIR / "delta_replay" / "jars").glob("delta-replay-spark_2.13-*.jar"))
     assert jars, "run ./dev build first: the jar is copied into delta_replay/jars"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(PYTHON_DIR)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(PYTHON_DIR),
+        ],
         check=True,
     )
     [wheel] = list((tmp_path / "dist").glob("delta_replay-*.whl"))
@@ -25,8 +35,17 @@ def test_wheel_ships_the_connector_jar(tmp_path: Path) -> None:
 
     site = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
-         str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
         check=True,
     )
     probe = (

@@ -27,9 +27,9 @@ def test_connector_reads_like_v1(spark: SparkSession, tmp_path: Path) -> None:
     if not delta_replay.connector_available(spark):
         pytest.fail("connector jar missing from the test session: run ./dev build first")
     path = str(tmp_path / "t")
-    spark.range(0, 500).selectExpr("id", "id % 5 AS p").write.format("delta").partitionBy(
-        "p"
-    ).save(path)
+    spark.range(0, 500).selectExpr("id", "id % 5 AS p").write.format("delta").partitionBy("p").save(
+        path
+    )
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id < 50")
     ours = delta_replay.read(spark, path)
     assertDataFrameEqual(ours, delta_replay.read(spark, path, reader="delta"))
