@@ -44,19 +44,21 @@ private[deltareplay] object Replay {
       conf: ReadConf,
       needStats: Boolean
   ): ReplayResult = {
-    val distributed = conf.replayMode match {
-      case ReplayMode.Local => false
-      case ReplayMode.Distributed => true
-      case ReplayMode.Auto => segment.totalBytes > conf.distributedThresholdBytes
-    }
     val started = System.nanoTime()
     val (files, mode, actions, tasks) =
-      if (distributed) new DistributedReplay(spark, segment, conf, needStats).run()
+      if (isDistributed(segment, conf)) new DistributedReplay(spark, segment, conf, needStats).run()
       else {
         val (f, a) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
         (f, "local", a, 0)
       }
     ReplayResult(files, mode, actions, (System.nanoTime() - started) / 1000000, tasks)
+  }
+
+  /** Whether the replay of `segment` runs as a Spark job (the mode, or `auto`'s size rule). */
+  def isDistributed(segment: LogSegment, conf: ReadConf): Boolean = conf.replayMode match {
+    case ReplayMode.Local => false
+    case ReplayMode.Distributed => true
+    case ReplayMode.Auto => segment.totalBytes > conf.distributedThresholdBytes
   }
 
   /** The canonical form of a log path: absolute URI string (rule 1). */

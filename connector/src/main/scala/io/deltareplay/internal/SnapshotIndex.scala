@@ -35,20 +35,14 @@ private[deltareplay] object SnapshotIndex {
       segment: LogSegment,
       conf: ReadConf,
       storageLevel: StorageLevel
-  ): SnapshotIndex = {
-    val distributed = conf.replayMode match {
-      case ReplayMode.Local => false
-      case ReplayMode.Distributed => true
-      case ReplayMode.Auto => segment.totalBytes > conf.distributedThresholdBytes
-    }
-    if (!distributed) {
+  ): SnapshotIndex =
+    if (!Replay.isDistributed(segment, conf)) {
       val (files, _) = LocalReplay.run(new LogReader(spark, segment), segment, needStats = false)
       new LocalSnapshotIndex(files.sorted(FileOrder))
     } else {
       val live = new DistributedReplay(spark, segment, conf, needStats = false).liveFrame()
       new DistributedSnapshotIndex(spark, live, conf, storageLevel)
     }
-  }
 
   private[internal] def toLiveFile(r: Row): LiveFile = {
     val dv = Option(r.getAs[Row]("dv")).map { d =>
