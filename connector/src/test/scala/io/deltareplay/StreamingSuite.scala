@@ -160,7 +160,10 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       val bytes = batches(path, delta = false, Map("maxBytesPerTrigger" -> "1"))
       assert(bytes.size === 4 && bytes.flatten.sorted === (0L until 40L))
       val name = s"once_${System.nanoTime()}"
-      val q = source(path, delta = false, Map("maxFilesPerTrigger" -> "1")).writeStream
+      // format("delta-replay") directly, without routing
+      val direct =
+        spark.readStream.format("delta-replay").option("maxFilesPerTrigger", "1").load(path)
+      val q = direct.writeStream
         .format("memory")
         .queryName(name)
         .trigger(Trigger.Once())
@@ -311,7 +314,10 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       val path = new File(dir, "t").getAbsolutePath
       (0 until 3).foreach(i => appendCommit(path, i * 10, (i + 1) * 10))
       val name = s"m_${System.nanoTime()}"
-      val q = source(path, delta = false, Map("maxFilesPerTrigger" -> "1")).writeStream
+      // format("delta-replay") directly, without routing
+      val direct =
+        spark.readStream.format("delta-replay").option("maxFilesPerTrigger", "1").load(path)
+      val q = direct.writeStream
         .format("memory")
         .queryName(name)
         .trigger(Trigger.AvailableNow())
