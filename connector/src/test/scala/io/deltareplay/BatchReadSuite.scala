@@ -351,4 +351,48 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       }
     }
   }
+
+  test("dynamic partition pruning: a join on the partition column prunes files at run time") {
+    withTempDir { dir =>
+      val fact = table(dir, "fact")
+      spark
+        .range(0, 400)
+        .selectExpr("id", "cast(id % 8 as int) as part")
+        .write
+        .format("delta")
+        .partitionBy("part")
+        .save(fact)
+      val dim = table(dir, "dim")
+      spark
+        .range(0, 8)
+        .selectExpr("cast(id as int) as part", "concat('n', id) as label")
+        .write
+        .format("delta")
+        .save(dim)
+      def query(read: String => org.apache.spark.sql.DataFrame) =
+        read(fact).join(read(dim).where("label = 'n3'"), "part").select("id", "label")
+      withConf("spark.sql.autoBroadcastJoinThreshold" -> "10485760") {
+        val expected = sorted(query(v1(_)))
+        replayModes.foreach { mode =>
+          withReplayMode(mode) {
+            val df = query(ours(_))
+            assert(sorted(df) === expected)
+            assert(expected.size === 50)
+            val factScan = deltaReplayScans(df).find(_.snapshot.table.endsWith("fact")).get
+            assert(
+              factScan.description().contains("RuntimePartitionFilters: [dynamicpruning") ||
+                factScan.metrics.filesAfterPartitionPruning < factScan.metrics.liveFiles,
+              factScan.description()
+            )
+            val part3Files = v1(fact).where("part = 3").inputFiles.length
+            assert(
+              factScan.metrics.filesAfterPartitionPruning === part3Files,
+              factScan.description()
+            )
+            assert(part3Files < factScan.metrics.liveFiles)
+          }
+        }
+      }
+    }
+  }
 }

@@ -3,7 +3,10 @@ package io.deltareplay.internal
 import java.util.OptionalLong
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, V2ExpressionUtils}
+import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read._
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.storage.StorageLevel
@@ -62,21 +65,47 @@ private[deltareplay] class DeltaReplayScan(
     options: Map[String, String]
 ) extends Scan
     with Batch
-    with SupportsReportStatistics {
+    with SupportsReportStatistics
+    with SupportsRuntimeV2Filtering {
 
   private def needStats: Boolean = conf.dataSkipping && dataFilters.nonEmpty
 
   lazy val replay: ReplayResult = Replay.run(spark, snapshot.segment, conf, needStats)
 
-  lazy val planned: PlannedScan = ScanPlanner.plan(
-    spark,
-    snapshot,
-    replay.files,
-    readPartitionSchema,
-    partitionFilters,
-    dataFilters,
-    conf.dataSkipping
-  )
+  /** Partition filters Spark found at run time (dynamic partition pruning). */
+  @volatile private var runtimeFilters: Seq[Expression] = Nil
+  @volatile private var plannedCache: Option[(Seq[Expression], PlannedScan)] = None
+
+  def planned: PlannedScan = synchronized {
+    plannedCache match {
+      case Some((filters, plan)) if filters == runtimeFilters => plan
+      case _ =>
+        val plan = ScanPlanner.plan(
+          spark,
+          snapshot,
+          replay.files,
+          readPartitionSchema,
+          partitionFilters ++ runtimeFilters,
+          dataFilters,
+          conf.dataSkipping
+        )
+        plannedCache = Some(runtimeFilters -> plan)
+        plan
+    }
+  }
+
+  override def filterAttributes(): Array[NamedReference] =
+    snapshot.partitionColumns.map(c => Expressions.column(c)).toArray
+
+  override def filter(predicates: Array[Predicate]): Unit = {
+    val converted = predicates.toSeq
+      .flatMap(p => V2ExpressionUtils.toCatalyst(p))
+      .map(_.transform { case u: UnresolvedAttribute =>
+        val field = snapshot.schema(u.nameParts.last)
+        AttributeReference(field.name, field.dataType, field.nullable)()
+      })
+    if (converted.nonEmpty) runtimeFilters = runtimeFilters ++ converted
+  }
 
   def metrics: ScanMetrics = ScanMetrics(
     table = snapshot.table,
@@ -100,6 +129,7 @@ private[deltareplay] class DeltaReplayScan(
     val filters =
       s"PartitionFilters: ${partitionFilters.mkString("[", ", ", "]")}, " +
         s"DataFilters: ${dataFilters.mkString("[", ", ", "]")}, " +
+        s"RuntimePartitionFilters: ${runtimeFilters.mkString("[", ", ", "]")}, " +
         s"PushedFilters: ${parquetFilters.mkString("[", ", ", "]")}"
     val m = metrics
     s"$base [replay ${m.replayMode}: ${m.logSegment}, ${m.actionsReplayed} actions -> " +
