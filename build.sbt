@@ -90,7 +90,7 @@ lazy val connector = (project in file("connector"))
       }
       s"-Ddeltareplay.test.executorClasspath=${cp.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator)}"
     },
-    // One JVM holds one SparkContext: every *ClusterSuite forks into its own JVM,
+    // One JVM holds one SparkContext: every *ClusterSuite (and *SmallHeapSuite) forks into its own JVM,
     // everything else shares one JVM (and one SparkSession).
     Test / testGrouping := {
       val tests = (Test / definedTests).value
@@ -102,9 +102,22 @@ lazy val connector = (project in file("connector"))
           ts,
           Tests.SubProcess(ForkOptions().withRunJVMOptions(opts).withEnvVars(env))
         )
-      val (cluster, local) = tests.partition(_.name.endsWith("ClusterSuite"))
+      // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
+      def smallHeap(name: String, ts: Seq[TestDefinition]) = Tests.Group(
+        name,
+        ts,
+        Tests.SubProcess(
+          ForkOptions()
+            .withRunJVMOptions(opts.filterNot(_.startsWith("-Xmx")) :+ "-Xmx1g")
+            .withEnvVars(env)
+        )
+      )
+      val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
+      val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
       val localGroup = if (local.isEmpty) Nil else Seq(group("local", local))
-      localGroup ++ cluster.map(t => group(t.name, Seq(t)))
+      localGroup ++ cluster.map(t => group(t.name, Seq(t))) ++ small.map(t =>
+        smallHeap(t.name, Seq(t))
+      )
     },
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
     publishMavenStyle := true,
