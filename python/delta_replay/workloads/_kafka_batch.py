@@ -167,11 +167,6 @@ def latest_per_key(good: DataFrame) -> DataFrame:
     )
 
 
-def _end_offsets(raw: DataFrame) -> dict[int, int]:
-    rows = raw.groupBy("partition").agg(F.max("offset").alias("last")).collect()
-    return {int(r["partition"]): int(r["last"]) + 1 for r in rows}
-
-
 def commit_metadata(app_id: str, topic: str, batch: int, ends: dict[int, int]) -> str:
     """The commitInfo.userMetadata of a batch's MERGE: where the batch ended in Kafka."""
     offsets = {str(p): o for p, o in sorted(ends.items())}
@@ -202,11 +197,22 @@ def process_batch(
     stats = BatchStats(batch=batch)
     rows = classify(raw).persist()
     try:
-        counts = rows.groupBy(F.col("reason").isNull().alias("good")).count().collect()
-        by_kind = {bool(r["good"]): int(r["count"]) for r in counts}
-        stats.valid, stats.quarantined = by_kind.get(True, 0), by_kind.get(False, 0)
+        # One job: counts of good and bad messages and the end offset per partition.
+        summary = (
+            rows.groupBy("partition", F.col("reason").isNull().alias("good"))
+            .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("last"))
+            .collect()
+        )
+        seen: dict[int, int] = {}
+        for row in summary:
+            if row["good"]:
+                stats.valid += int(row["n"])
+            else:
+                stats.quarantined += int(row["n"])
+            part = int(row["partition"])
+            seen[part] = max(seen.get(part, 0), int(row["last"]) + 1)
         stats.messages = stats.valid + stats.quarantined
-        stats.end_offsets = end_offsets if end_offsets is not None else _end_offsets(rows)
+        stats.end_offsets = end_offsets if end_offsets is not None else seen
         if stats.quarantined:
             bad = rows.where("reason IS NOT NULL").select(
                 "topic",
@@ -223,23 +229,19 @@ def process_batch(
                 "txnAppId", f"{app_id}/quarantine"
             ).option("txnVersion", batch).save(quarantine)
         if stats.valid or always_commit:
-            updates = latest_per_key(rows.where("reason IS NULL")).persist()
-            try:
-                stats.merged_keys = updates.count()
-                metrics = _merge(
-                    spark,
-                    updates,
-                    target,
-                    app_id,
-                    batch,
-                    commit_metadata(app_id, topic, batch, stats.end_offsets),
-                )
-            finally:
-                updates.unpersist()
+            metrics = _merge(
+                spark,
+                latest_per_key(rows.where("reason IS NULL")),
+                target,
+                app_id,
+                batch,
+                commit_metadata(app_id, topic, batch, stats.end_offsets),
+            )
             if metrics is None:
                 stats.skipped_as_duplicate = True
             else:
                 stats.inserted, stats.updated = metrics
+                stats.merged_keys = stats.inserted + stats.updated
     finally:
         rows.unpersist()
     stats.seconds = time.monotonic() - started

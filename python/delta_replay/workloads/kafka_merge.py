@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from ._kafka_data import DataSpec
 
 PREFIX = "[kafka-merge]"
+# Every commit makes delta-spark rebuild the table snapshot with this many tasks
+# (default 50): on a small table and 2 cores that costs more than the MERGE itself.
+SESSION_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
 
 
 _T0 = time.monotonic()
@@ -254,7 +257,9 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
     )
     started = time.monotonic()
-    spark = local_session("delta-replay-kafka-merge", extra_packages=[KAFKA_SQL_MAVEN])
+    spark = local_session(
+        "delta-replay-kafka-merge", conf=SESSION_CONF, extra_packages=[KAFKA_SQL_MAVEN]
+    )
     log(f"Spark {spark.version} up in {time.monotonic() - started:.1f}s; work dir {work}")
     try:
         report = run_pipeline(spark, cfg)
@@ -301,6 +306,7 @@ def run_consumer(args: argparse.Namespace) -> int:
     )
     spark = local_session(
         "delta-replay-kafka-consume",
+        conf=SESSION_CONF,
         extra_packages=[KAFKA_SQL_MAVEN],
         driver_memory=args.driver_memory,
     )
@@ -387,4 +393,12 @@ def register(registry: CommandRegistry) -> None:
     _consumer_args(consumer, idle_polls=10)
 
 
-__all__ = ["PipelineConfig", "default_app_id", "register", "run", "run_consumer", "run_pipeline"]
+__all__ = [
+    "SESSION_CONF",
+    "PipelineConfig",
+    "default_app_id",
+    "register",
+    "run",
+    "run_consumer",
+    "run_pipeline",
+]
