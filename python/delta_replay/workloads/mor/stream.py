@@ -87,18 +87,19 @@ def run_batches(
     trigger_seconds: float = 1.0,
     timeout_seconds: float = 300.0,
 ) -> list[int]:
-    """Run the feed until ``batches`` micro-batches are written, then stop it; the batch ids."""
+    """Run the feed until ``batches`` more micro-batches are written, then stop; all batch ids."""
+    target = len(feed.written) + batches
     query = feed.start(
         spark, checkpoint, rows_per_batch=rows_per_batch, trigger_seconds=trigger_seconds
     )
     deadline = time.monotonic() + timeout_seconds
     try:
-        while len(feed.written) < batches:
+        while len(feed.written) < target:
             if query.exception() is not None:
                 raise RuntimeError(f"change feed failed: {query.exception()}")
             if time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"change feed wrote {len(feed.written)} of {batches} micro-batches in "
+                    f"change feed wrote {len(feed.written)} of {target} micro-batches in "
                     f"{timeout_seconds:.0f}s: the machine may be overloaded; raise the timeout"
                 )
             time.sleep(0.2)

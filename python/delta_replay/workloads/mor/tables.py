@@ -103,7 +103,7 @@ def create_changes(spark: SparkSession, path: str) -> None:
     spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT mor_op CHECK (op IN ({ops}))")
     spark.sql(
         f"ALTER TABLE delta.`{path}` ADD CONSTRAINT mor_nulled "
-        f"CHECK (nulled IS NULL OR forall(nulled, x -> x IN ({columns})))"
+        f"CHECK (nulled IS NULL OR size(array_except(nulled, array({columns}))) = 0)"
     )
 
 

@@ -1,0 +1,88 @@
+"""The Merge-on-Read harness end to end on a tiny plan: runs in fresh processes, timer table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from delta_replay.cli import build_parser
+from delta_replay.workloads.mor.harness import TINY, run_plan
+from delta_replay.workloads.mor.plan import Plan, expand
+from delta_replay.workloads.mor.prepare import prepare
+from delta_replay.workloads.mor.report import recommend, report, summarise
+
+
+def test_plan_validation_and_expansion(tmp_path: Path) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_text(json.dumps({"methods": ["rank", "magic"]}))
+    with pytest.raises(ValueError, match=r"unknown methods \['magic'\]"):
+        Plan.load(bad)
+    bad.write_text(json.dumps({"colour": "red"}))
+    with pytest.raises(ValueError, match=r"unknown keys \['colour'\]"):
+        Plan.load(bad)
+    with pytest.raises(ValueError, match="must be within"):
+        Plan(mix={"reinsert": 2.0})
+    full = expand(Plan(runs=3))
+    # per change size: 4 methods x 2 reads + append + 1 overwrite + 1 merge + 2 cow x 3 ops
+    assert len(full) == 3 * 2 * (8 + 1 + 1 + 1 + 6)
+    assert len({s.label for s in full}) == len(full)
+    assert [s.run_no for s in full[:17]] == [1] * 17, "run 1 of everything first"
+    args = build_parser().parse_args(["bench", "mor", "--tiny", "--out", str(tmp_path)])
+    assert args.tiny and args.handler.__name__ == "bench"
+
+
+def test_tiny_plan_end_to_end(spark: SparkSession, tmp_path: Path) -> None:
+    # two timed runs (each its own JVM): a MOR predicate read and a MOR write with freshness
+    plan = replace(TINY, methods=("rank",), operations=("read_predicate", "write"), cow=())
+    # the datasets also get a copy-on-write table: prepare checks the view against it
+    prepared = prepare(spark, replace(plan, cow=("cow_merge_dv",)), tmp_path)
+    assert prepared["c100"]["checked_against"] == ["cow_merge_dv"]
+    timer = str(tmp_path / "timer")
+    lines: list[str] = []
+    rows = run_plan(plan, tmp_path, timer, log=lines.append)
+    assert [(r["operation"], r["strategy"]) for r in rows] == [
+        ("read_predicate", "mor"),
+        ("write", "mor"),
+    ]
+    assert len(lines) == 2 and "1/2 mor/rank/read_predicate/100#1" in lines[0]
+    timer_rows = spark.read.format("delta").load(timer).collect()
+    assert len(timer_rows) == 2
+    by_op = {r["operation"]: r for r in timer_rows}
+    assert by_op["read_predicate"]["rows_out"] > 0 and by_op["read_predicate"]["seconds"] > 0
+    assert by_op["write"]["freshness_seconds"] >= by_op["write"]["seconds"] > 0
+    assert json.loads(by_op["write"]["params"])["base_rows"] == TINY.base_rows
+    assert json.loads(by_op["write"]["metrics"])["operation"] == "WRITE"
+    out = tmp_path / "out"
+    doc = report(spark, timer, out)
+    assert {p.name for p in out.iterdir()} >= {"summary.json", "summary.md", "timings.csv"}
+    assert "reads_c100.png" in doc["charts"] and (out / "reads_c100.png").stat().st_size > 0
+    assert doc["runs"] == 2
+
+
+def test_recommendation_crossover() -> None:
+    import pandas as pd
+
+    t = pd.DataFrame(
+        [
+            # MOR: cheap writes, slower reads; copy-on-write: the other way round
+            ("mor", "rank", "read_full", 2.0),
+            ("mor", "left_union_inserts", "read_full", 1.0),
+            ("mor", "-", "write", 0.5),
+            ("mor", "-", "remat_merge", 10.0),
+            ("cow_merge", "-", "write", 6.5),
+            ("cow_merge", "-", "read_full", 0.5),
+        ],
+        columns=["strategy", "method", "operation", "seconds"],
+    )
+    t["change_rows"] = 1000
+    t["freshness_seconds"] = None
+    (rec,) = recommend(summarise(t), remat_every=10)
+    assert rec["best_method"] == "left_union_inserts"
+    # MOR per batch: 0.5 + 10 / 10 = 1.5 write, 1.0 read; cow: 6.5 write, 0.5 read
+    assert rec["write_read_seconds"] == {"mor": [1.5, 1.0], "cow_merge": [6.5, 0.5]}
+    assert rec["winner_at_1_read_per_batch"] == "mor"
+    assert rec["mor_beats_cow_merge_below_reads_per_batch"] == 10.0
