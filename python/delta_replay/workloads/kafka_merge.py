@@ -73,7 +73,7 @@ class PipelineConfig:
     rate: float | None = 2000.0  # messages/s; None = as fast as possible
     mode: str = "stream"
     trigger_seconds: float = 2.0
-    max_offsets_per_batch: int | None = None
+    max_offsets_per_batch: int | None = 4000  # bounds batch latency after a backlog
     poll_seconds: float = 1.0
     idle_polls: int = 30
     timeout_s: float = 3600.0
@@ -252,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         rate=args.rate or None,
         mode=args.mode,
         trigger_seconds=args.trigger_seconds,
-        max_offsets_per_batch=args.max_offsets_per_batch,
+        max_offsets_per_batch=args.max_offsets_per_batch or None,
         idle_polls=args.idle_polls,
         timeout_s=args.timeout,
     )
@@ -298,7 +298,7 @@ def run_consumer(args: argparse.Namespace) -> int:
         checkpoint=args.checkpoint,
         trigger_seconds=args.trigger_seconds,
         available_now=args.available_now,
-        max_offsets_per_batch=args.max_offsets_per_batch,
+        max_offsets_per_batch=args.max_offsets_per_batch or None,
         max_batches=args.max_batches,
         poll_seconds=args.poll_seconds,
         idle_polls=args.idle_polls,
@@ -332,8 +332,8 @@ def _consumer_args(parser: argparse.ArgumentParser, idle_polls: int) -> None:
     parser.add_argument(
         "--max-offsets-per-batch",
         type=int,
-        default=None,
-        help="cap on messages per batch (all partitions together)",
+        default=4000,
+        help="cap on messages per batch, all partitions together (0: no cap)",
     )
     parser.add_argument(
         "--idle-polls",
