@@ -94,8 +94,15 @@ private[deltareplay] class DeltaReplayScan(
     }
   }
 
-  override def filterAttributes(): Array[NamedReference] =
-    snapshot.partitionColumns.map(c => Expressions.column(c)).toArray
+  // Spark resolves these against the scan relation's output, so only partition columns that
+  // survived column pruning can be offered for runtime (DPP) filtering.
+  override def filterAttributes(): Array[NamedReference] = {
+    val read = readPartitionSchema.fieldNames.map(_.toLowerCase(java.util.Locale.ROOT)).toSet
+    snapshot.partitionColumns
+      .filter(c => read.contains(c.toLowerCase(java.util.Locale.ROOT)))
+      .map(c => Expressions.column(c): NamedReference)
+      .toArray
+  }
 
   override def filter(predicates: Array[Predicate]): Unit = {
     val converted = predicates.toSeq
