@@ -1,37 +1,164 @@
-"""Smoke test of the synthetic log generator: delta-spark V1 is the oracle."""
+"""The log-replay benchmark: its table generator against independent readers, and a smoke run.
+
+Oracles: delta-spark V1 reading the generated table (file count, rows read through the data and
+its deletion vectors, skipping), delta-rs (file count, before and after one more commit), and
+the log files themselves (protocol rule: no key added and removed in one commit).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
+from pyspark.testing import assertDataFrameEqual
 
-from delta_replay.bench.synth import SynthSpec, generate, table_version
-from delta_replay.read import read
+from delta_replay.bench.synth import SynthSpec, append_commit, generate, manifest, table_version
+from delta_replay.read import connector_available, read
+
+SPEC = SynthSpec(
+    files=600,
+    files_per_commit=150,
+    tail_commits=3,
+    tail_share=0.05,
+    checkpoint_parts=2,
+    compact_share=0.1,
+    partitions=4,
+    dv_share=0.1,
+    data=True,
+)
 
 
-def test_synth_table_has_n_live_files_and_skips_to_one(spark: SparkSession, tmp_path: Path) -> None:
-    spec = SynthSpec(files=2000, files_per_commit=400, tail_commits=4, checkpoint_parts=2)
-    table = generate(spark, spec, tmp_path, progress=False)
-    log = sorted(p.name for p in (table / "_delta_log").iterdir())
-    assert sum(".checkpoint." in name and name.endswith(".parquet") for name in log) == 2
-    assert "00000000000000000000.json" in log
-    version = table_version(table)
-    assert version == 5 + 4
+@pytest.fixture(scope="module")
+def synth_table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return generate(spark, SPEC, tmp_path_factory.mktemp("synth"), progress=False)
 
-    oracle = read(spark, str(table), reader="delta")
+
+def _commits(table: Path) -> dict[int, list[dict]]:
+    found = {}
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        found[int(commit.stem)] = [json.loads(x) for x in commit.read_text().splitlines() if x]
+    return found
+
+
+def test_log_shape(synth_table: Path) -> None:
+    log = sorted(p.name for p in (synth_table / "_delta_log").iterdir())
+    info = manifest(synth_table)
+    ckpt = info["checkpoint_version"]
+    parts = [n for n in log if n.startswith(f"{ckpt:020d}.checkpoint.") and n.endswith(".parquet")]
+    assert len(parts) == 2
+    commits = _commits(synth_table)
+    # 4 append commits of 150 (600 live + 60 compacted - 6 compaction outputs = 654 adds -> 5),
+    # the compaction, then 3 tail commits and the one that re-adds the last slice
+    assert ckpt == 5 + 1
+    assert table_version(synth_table) == ckpt + 3 + 1 == max(commits)
+    for version, actions in commits.items():
+        added = {
+            (a["add"]["path"], json.dumps(a["add"].get("deletionVector")))
+            for a in actions
+            if "add" in a
+        }
+        removed = {
+            (a["remove"]["path"], json.dumps(a["remove"].get("deletionVector")))
+            for a in actions
+            if "remove" in a
+        }
+        assert not added & removed, f"commit {version} adds and removes the same key"
+    tail_removed = sum("remove" in a for v in range(ckpt + 1, ckpt + 5) for a in commits[v])
+    tail_added = sum("add" in a for v in range(ckpt + 1, ckpt + 5) for a in commits[v])
+    assert tail_removed == tail_added == 30
+    # one deletion vector per DV file is linked from the seed; data files are hard links
+    assert info["dv_files"] > 0 and list(synth_table.glob("deletion_vector_*.bin"))
+    linked = next(synth_table.glob("part=p001/*.parquet"))
+    assert linked.stat().st_nlink > 1
+
+
+def test_v1_reads_n_files_and_the_data(spark: SparkSession, synth_table: Path) -> None:
+    info = manifest(synth_table)
+    oracle = read(spark, str(synth_table), reader="delta")
     files = oracle.inputFiles()
-    assert len(files) == spec.files
-    assert len(set(files)) == spec.files
-    # disjoint id ranges per file: stats skipping leaves exactly the file holding id 1,234,567
-    assert [Path(f).name for f in oracle.where("id = 1234567").inputFiles()] == [
-        "part-00001234-synth.snappy.parquet"
-    ]
-    # the tail removed and re-added paths: the history shows the OPTIMIZE commits
-    ops = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY delta.`{table}`").collect()]
-    assert ops.count("OPTIMIZE") == 4
+    assert len(files) == len(set(files)) == SPEC.files
+    # rows come from the hard-linked Parquet files minus one DV-deleted row per DV file
+    assert oracle.selectExpr("count(value)").first()[0] == info["expected_rows"]
+    assert info["expected_rows"] == SPEC.files * 1000 - info["dv_files"]
+    probe = oracle.where(f"id = {info['probe_id']}")
+    assert [r["id"] for r in probe.collect()] == [info["probe_id"]]
+    assert len(probe.inputFiles()) == 1  # disjoint id stats: skipping leaves the probe file
+    if connector_available(spark):
+        ours = read(spark, str(synth_table))
+        assert ours.count() == info["expected_rows"]
+        assertDataFrameEqual(ours.where(f"id = {info['probe_id']}"), probe)
+        picked = ours.where("part = 'p002'").groupBy().count().first()[0]
+        assert picked == oracle.where("part = 'p002'").count()
 
-    # a second call reuses the cached table instead of rewriting it
-    stamp = (table / "_delta_log" / "00000000000000000001.json").stat().st_mtime_ns
-    assert generate(spark, spec, tmp_path, progress=False) == table
-    assert (table / "_delta_log" / "00000000000000000001.json").stat().st_mtime_ns == stamp
+
+def test_delta_rs_agrees_and_append_commit_is_undone(synth_table: Path) -> None:
+    from deltalake import DeltaTable
+
+    assert len(DeltaTable(str(synth_table)).file_uris()) == SPEC.files
+    undo = append_commit(synth_table)
+    try:
+        assert len(DeltaTable(str(synth_table)).file_uris()) == SPEC.files + 1
+    finally:
+        undo()
+    assert max(_commits(synth_table)) == table_version(synth_table)
+    assert len(DeltaTable(str(synth_table)).file_uris()) == SPEC.files
+
+
+def test_generate_reuses_the_cached_table(spark: SparkSession, synth_table: Path) -> None:
+    first = synth_table / "_delta_log" / "00000000000000000001.json"
+    stamp = first.stat().st_mtime_ns
+    assert generate(spark, SPEC, synth_table.parent, progress=False) == synth_table
+    assert first.stat().st_mtime_ns == stamp
+
+
+def test_bad_spec_is_refused() -> None:
+    with pytest.raises(ValueError, match="dv_share needs data=True"):
+        SynthSpec(files=10, dv_share=0.5).validate()
+    with pytest.raises(ValueError, match="files must be >= 1"):
+        SynthSpec(files=0).validate()
+
+
+def test_quick_run_smoke(tmp_path: Path) -> None:
+    """``bench replay --quick`` end to end in its own process (one JVM); no timing asserted."""
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable,
+        "-m",
+        "delta_replay.cli",
+        "bench",
+        "replay",
+        "--quick",
+        "--sizes=300",
+        "--real-files=0",
+        "--readers=delta-replay-auto,v1,kernel-v2,delta-rs",
+        "--stream-readers=delta-replay",
+        f"--tables={tmp_path / 'tables'}",
+        f"--out={out}",
+        "--driver-memory=1g",
+    ]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Cold-table planning" in proc.stdout
+    [report] = out.glob("*-quick.json")
+    rows = json.loads(report.read_text())["rows"]
+    by_reader = {(r["reader"], r["kind"]): r for r in rows}
+    expected = rows[0]["files"] * 1000  # rows per file, less one per DV file (below)
+    counts = set()
+    for reader in ("delta-replay-auto", "v1", "kernel-v2"):
+        row = by_reader[(reader, "batch")]
+        assert row["plan"]["files"] == 300, (reader, row)
+        assert row["selective"]["rows"] == 1, (reader, row)
+        assert row["replan"]["files"] == 301, (reader, row)
+        counts.add(row["count"]["value"])
+        counts.add(row["full"]["rows"])
+        assert row["join"]["dynamic_pruning"], (reader, row)
+    assert len(counts) == 1 and 0 < counts.pop() < expected
+    assert by_reader[("delta-rs", "delta-rs")]["files"] == 300
+    assert by_reader[("delta-replay", "stream")]["stream"]["rows"] > 0
+    assert list(out.glob("*-quick-planning.png")) and list(out.glob("*-quick.md"))
