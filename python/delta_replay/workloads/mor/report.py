@@ -106,7 +106,10 @@ def charts(t: pd.DataFrame, s: pd.DataFrame, out: Path) -> list[str]:
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
         for ax, op in zip(axes, READS, strict=True):
             part = sel[sel.operation == op].sort_values("mean")
-            err = [part["mean"] - part["min"], part["max"] - part["mean"]]
+            err = [
+                (part["mean"] - part["min"]).to_numpy(),
+                (part["max"] - part["mean"]).to_numpy(),
+            ]
             ax.barh(part.label, part["mean"], xerr=err, color="tab:blue", capsize=3)
             ax.set_title(f"{op} ({rows:,} changes)")
             ax.set_xlabel("seconds (mean, whiskers min-max)")
