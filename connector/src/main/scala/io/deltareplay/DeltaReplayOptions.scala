@@ -36,6 +36,26 @@ object DeltaReplayOptions {
    */
   val TailFastPathMaxBytes = "replay.tailFastPathMaxBytes"
 
+  /**
+   * Whether `auto` replay keeps the replayed file list of the table version last read (per session,
+   * on the driver) and rolls it forward by the new commits when a newer version is read (default
+   * true).
+   */
+  val StateCache = "replay.stateCache.enabled"
+
+  /** Byte budget of the replay state cache (0 = a tenth of the driver's max heap). */
+  val StateCacheMaxBytes = "replay.stateCache.maxBytes"
+
+  /** The state cache rolls forward over at most this many bytes of commits (else: full replay). */
+  val StateMaxTailBytes = "replay.stateCache.maxTailBytes"
+
+  /**
+   * Whether `count(*)`, and `min`/`max` of integral and date columns, are answered from the log's
+   * statistics without reading data files, when no filter on a data column prevents it (default
+   * true).
+   */
+  val MetadataAggregates = "aggregates.fromStats"
+
   /** Whether min/max/nullCount statistics skip files (default true). */
   val DataSkipping = "skipping.enabled"
 
@@ -52,6 +72,10 @@ object DeltaReplayOptions {
   val TailFastPathMaxBytesKey: String = SessionPrefix + TailFastPathMaxBytes
   val DataSkippingKey: String = SessionPrefix + DataSkipping
   val EnabledKey: String = SessionPrefix + Enabled
+  val StateCacheKey: String = SessionPrefix + StateCache
+  val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
+  val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes
+  val MetadataAggregatesKey: String = SessionPrefix + MetadataAggregates
 
   /** Defaults, by key without prefix. */
   val Defaults: Map[String, String] = Map(
@@ -60,6 +84,10 @@ object DeltaReplayOptions {
     ReplayPartitions -> "0",
     TailFastPathMaxBytes -> (64L * 1024 * 1024).toString,
     DataSkipping -> "true",
+    StateCache -> "true",
+    StateCacheMaxBytes -> "0",
+    StateMaxTailBytes -> (64L * 1024 * 1024).toString,
+    MetadataAggregates -> "true",
     Enabled -> "true"
   )
 
@@ -74,6 +102,10 @@ object DeltaReplayOptions {
     ReplayPartitions,
     TailFastPathMaxBytes,
     DataSkipping,
+    StateCache,
+    StateCacheMaxBytes,
+    StateMaxTailBytes,
+    MetadataAggregates,
     "path",
     "paths"
   ).map(_.toLowerCase)

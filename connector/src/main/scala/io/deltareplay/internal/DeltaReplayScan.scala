@@ -62,7 +62,8 @@ private[deltareplay] class DeltaReplayScan(
     partitionFilters: Seq[Expression],
     dataFilters: Seq[Expression],
     parquetFilters: Array[Filter],
-    options: Map[String, String]
+    options: Map[String, String],
+    replayedBefore: Option[ReplayResult] = None
 ) extends Scan
     with Batch
     with SupportsReportStatistics
@@ -70,7 +71,10 @@ private[deltareplay] class DeltaReplayScan(
 
   private def needStats: Boolean = conf.dataSkipping && dataFilters.nonEmpty
 
-  lazy val replay: ReplayResult = Replay.run(spark, snapshot.segment, conf, needStats)
+  /** The replay: one the builder already ran (it has statistics), or one run now. */
+  lazy val replay: ReplayResult = replayedBefore.getOrElse(
+    Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats)
+  )
 
   /** Partition filters Spark found at run time (dynamic partition pruning). */
   @volatile private var runtimeFilters: Seq[Expression] = Nil

@@ -3,7 +3,13 @@ package io.deltareplay.internal
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Expression, SubqueryExpression}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
-import org.apache.spark.sql.connector.read.{Scan, ScanBuilder, SupportsPushDownRequiredColumns}
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
+import org.apache.spark.sql.connector.read.{
+  Scan,
+  ScanBuilder,
+  SupportsPushDownAggregates,
+  SupportsPushDownRequiredColumns
+}
 import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
 import org.apache.spark.sql.sources.Filter
@@ -20,13 +26,16 @@ private[deltareplay] class DeltaReplayScanBuilder(
     options: Map[String, String]
 ) extends ScanBuilder
     with SupportsPushDownRequiredColumns
-    with SupportsPushDownCatalystFilters {
+    with SupportsPushDownCatalystFilters
+    with SupportsPushDownAggregates {
 
   private val conf = ReadConf(spark, options)
   private val partitionColumns = snapshot.partitionColumns.map(_.toLowerCase).toSet
   private var required: StructType = snapshot.schema
   private var partitionFilters: Seq[Expression] = Nil
   private var dataFilters: Seq[Expression] = Nil
+  private var replayed: Option[ReplayResult] = None
+  private var aggregate: Option[MetadataAggregates.Answer] = None
 
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
 
@@ -43,7 +52,32 @@ private[deltareplay] class DeltaReplayScanBuilder(
   override def pushedFilters: Array[Predicate] =
     (partitionFilters ++ dataFilters).flatMap(f => SparkBridge.translatePredicate(f)).toArray
 
-  override def build(): Scan = {
+  /**
+   * Answers the aggregation from the log's statistics when it can ([[MetadataAggregates]]). The
+   * replay this needs (with statistics) is kept for the ordinary scan if the answer is no.
+   */
+  override def pushAggregation(aggregation: Aggregation): Boolean = {
+    if (!conf.metadataAggregates || dataFilters.nonEmpty) return false
+    if (aggregation.groupByExpressions.nonEmpty) return false
+    val replay = Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats = true)
+    replayed = Some(replay)
+    val files = ScanPlanner.prunePartitions(spark, snapshot, replay.files, partitionFilters)
+    aggregate = MetadataAggregates.answer(aggregation, files.toIndexedSeq, snapshot)
+    aggregate.isDefined
+  }
+
+  override def build(): Scan = aggregate match {
+    case Some(answer) =>
+      new MetadataAggregates.StatsAggregateScan(
+        snapshot,
+        answer,
+        replayed.map(_.mode).getOrElse(""),
+        partitionFilters.mkString("[", ", ", "]")
+      )
+    case None => buildScan()
+  }
+
+  private def buildScan(): Scan = {
     val isPartition = (n: String) => partitionColumns.contains(n.toLowerCase)
     val readData = StructType(required.filterNot(f => isPartition(f.name)))
     val readPartitions = StructType(required.filter(f => isPartition(f.name)))
@@ -59,7 +93,8 @@ private[deltareplay] class DeltaReplayScanBuilder(
       partitionFilters,
       dataFilters,
       parquetFilters,
-      options
+      options,
+      replayed
     )
   }
 }

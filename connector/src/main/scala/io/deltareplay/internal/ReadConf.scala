@@ -29,7 +29,11 @@ private[deltareplay] case class ReadConf(
     distributedThresholdBytes: Long,
     replayPartitions: Int,
     tailFastPathMaxBytes: Long,
-    dataSkipping: Boolean
+    dataSkipping: Boolean,
+    stateCache: Boolean,
+    stateCacheBudgetBytes: Long,
+    stateMaxTailBytes: Long,
+    metadataAggregates: Boolean
 )
 
 private[deltareplay] object ReadConf {
@@ -57,7 +61,14 @@ private[deltareplay] object ReadConf {
       distributedThresholdBytes = long(O.DistributedThresholdBytes),
       replayPartitions = long(O.ReplayPartitions).toInt,
       tailFastPathMaxBytes = long(O.TailFastPathMaxBytes),
-      dataSkipping = bool(O.DataSkipping)
+      dataSkipping = bool(O.DataSkipping),
+      stateCache = bool(O.StateCache),
+      stateCacheBudgetBytes = long(O.StateCacheMaxBytes) match {
+        case 0L => Runtime.getRuntime.maxMemory() / 10
+        case n => n
+      },
+      stateMaxTailBytes = long(O.StateMaxTailBytes),
+      metadataAggregates = bool(O.MetadataAggregates)
     )
   }
 

@@ -37,21 +37,67 @@ private[deltareplay] case class ReplayResult(
  */
 private[deltareplay] object Replay {
 
-  /** Runs the replay in the mode the configuration asks for (or `auto` picks). */
+  /**
+   * Runs the replay in the mode the configuration asks for (or `auto` picks), or, with the state
+   * cache on, rolls a cached state of an older version forward by the commits in between
+   * ([[ReplayState]]).
+   */
   def run(
       spark: SparkSession,
       segment: LogSegment,
+      tableId: String,
       conf: ReadConf,
       needStats: Boolean
   ): ReplayResult = {
     val started = System.nanoTime()
-    val (files, mode, actions, tasks) =
-      if (isDistributed(segment, conf)) new DistributedReplay(spark, segment, conf, needStats).run()
-      else {
-        val (f, a) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
-        (f, "local", a, 0)
+    def elapsed = (System.nanoTime() - started) / 1000000
+    val uri = tableUri(segment)
+    // A forced mode (local, distributed) always replays; `auto` may use the state cache.
+    val cached =
+      if (!conf.stateCache || conf.replayMode != ReplayMode.Auto) None
+      else ReplayState.lookup(spark, uri, tableId, segment.version, needStats)
+    val incremental = cached.flatMap { e =>
+      if (e.version == segment.version) {
+        Some(ReplayResult(e.files, s"cached (v${e.version})", 0L, elapsed, 0))
+      } else {
+        ReplayState.commitsAfter(spark, segment, e.version).collect {
+          case commits
+              if commits.map(_.getLen).sum <= math
+                .min(segment.totalBytes, conf.stateMaxTailBytes) =>
+            val (files, actions) = ReplayState.rollForward(spark, segment, e, commits)
+            ReplayResult(
+              files,
+              s"incremental (v${e.version} + ${commits.size} commits)",
+              actions,
+              elapsed,
+              0
+            )
+        }
       }
-    ReplayResult(files, mode, actions, (System.nanoTime() - started) / 1000000, tasks)
+    }
+    val result = incremental.getOrElse {
+      val (files, mode, actions, tasks) =
+        if (isDistributed(segment, conf)) {
+          new DistributedReplay(spark, segment, conf, needStats).run()
+        } else {
+          val (f, a) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
+          (f, "local", a, 0)
+        }
+      ReplayResult(files, mode, actions, elapsed, tasks)
+    }
+    if (conf.stateCache) {
+      val withStats = incremental.fold(needStats)(_ => cached.get.withStats)
+      val entry = ReplayState.Entry(
+        uri,
+        tableId,
+        segment.version,
+        withStats,
+        result.files,
+        ReplayState.estimateBytes(result.files)
+      )
+      ReplayState.offer(spark, entry, conf.stateCacheBudgetBytes)
+    }
+    result
   }
 
   /** Whether the replay of `segment` runs as a Spark job (the mode, or `auto`'s size rule). */

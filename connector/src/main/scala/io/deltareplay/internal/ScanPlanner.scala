@@ -67,6 +67,34 @@ private[deltareplay] object ScanPlanner {
     DeltaInputPartition.pack(pieces, maxSplit, conf.filesOpenCostInBytes)
   }
 
+  /** The files whose partition values satisfy `partitionFilters` (exact). */
+  def prunePartitions(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      files: Array[LiveFile],
+      partitionFilters: Seq[Expression]
+  ): Array[LiveFile] =
+    if (partitionFilters.isEmpty) files
+    else {
+      val meta = snapshot.meta
+      val fullPartitionSchema = StructType(
+        snapshot.schema.filter(f => meta.partitionColumns.contains(f.name))
+      )
+      val attrs =
+        fullPartitionSchema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
+      val bound = partitionFilters.reduce(And).transform { case a: AttributeReference =>
+        attrs.find(_.name.equalsIgnoreCase(a.name)).getOrElse(a)
+      }
+      val predicate = Predicate.create(bound, attrs)
+      predicate.initialize(0)
+      val values = new PartitionValues(
+        fullPartitionSchema,
+        fullPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
+        spark.sessionState.conf.sessionLocalTimeZone
+      )
+      files.filter(f => predicate.eval(values.row(f.partitionValues)))
+    }
+
   def plan(
       spark: SparkSession,
       snapshot: TableSnapshot,
@@ -79,28 +107,9 @@ private[deltareplay] object ScanPlanner {
     val started = System.nanoTime()
     val meta = snapshot.meta
     val tz = spark.sessionState.conf.sessionLocalTimeZone
-    val fullPartitionSchema = StructType(
-      snapshot.schema.filter(f => meta.partitionColumns.contains(f.name))
-    )
 
     // Step 1: partition pruning.
-    val pruned =
-      if (partitionFilters.isEmpty) files
-      else {
-        val attrs =
-          fullPartitionSchema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
-        val bound = partitionFilters.reduce(And).transform { case a: AttributeReference =>
-          attrs.find(_.name.equalsIgnoreCase(a.name)).getOrElse(a)
-        }
-        val predicate = Predicate.create(bound, attrs)
-        predicate.initialize(0)
-        val values = new PartitionValues(
-          fullPartitionSchema,
-          fullPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
-          tz
-        )
-        files.filter(f => predicate.eval(values.row(f.partitionValues)))
-      }
+    val pruned = prunePartitions(spark, snapshot, files, partitionFilters)
 
     // Step 2: data skipping on min/max/nullCount.
     val skipped =
