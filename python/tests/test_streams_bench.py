@@ -24,3 +24,146 @@ def test_schedule_rejects_bad_input() -> None:
         Schedule(rate=0)
     with pytest.raises(ValueError, match="timings"):
         Schedule(t_3x=10, t_9x=5)
+
+
+def test_schedule_for_run_test_mode_and_time_scale() -> None:
+    s = Schedule.for_run(50, 1000, test_mode=True, time_scale=0.1)
+    assert (s.n_baseline, s.rate) == (5, 100)
+    assert (s.t_3x, s.t_9x, s.t_back) == pytest.approx((18, 36, 60))
+    assert s.default_duration == pytest.approx(78)
+    assert s.target_rate_at(20) == 5 * 100 + 300
+    assert s.target_rate_at(40) == 5 * 100 + 900
+    small = Schedule.for_run(3, 20, test_mode=True)
+    assert (small.n_baseline, small.rate) == (3, 20)
+    with pytest.raises(ValueError, match="time-scale"):
+        Schedule.for_run(time_scale=0)
+    with pytest.raises(ValueError, match="--streams"):
+        Schedule.for_run(streams=0)
+
+
+def test_schedule_events_and_phases() -> None:
+    s = Schedule(n_baseline=2, rate=10, t_3x=10, t_9x=20, t_back=30)
+    events = [(e.second, e.action, e.spec.name) for e in s.events(40)]
+    assert events == [
+        (0, "start", "baseline_001"),
+        (0, "start", "baseline_002"),
+        (10, "start", "scale_3x"),
+        (20, "stop", "scale_3x"),
+        (20, "start", "scale_9x"),
+        (30, "stop", "scale_9x"),
+        (40, "stop", "baseline_001"),
+        (40, "stop", "baseline_002"),
+    ]
+    # Replaying the events gives exactly the streams active_at() names, at every second.
+    for second in range(40):
+        running: set[str] = set()
+        for e in s.events(40):
+            if e.second <= second:
+                (running.add if e.action == "start" else running.discard)(e.spec.name)
+        assert running == names(s, second), second
+    assert s.phases(40) == [
+        ("baseline", 0, 10),
+        ("3x", 10, 20),
+        ("9x", 20, 30),
+        ("back", 30, 40),
+    ]
+    cut = [(e.second, e.action, e.spec.name) for e in s.events(15)]
+    assert (15, "stop", "scale_3x") in cut and all(n != "scale_9x" for _, _, n in cut)
+    assert s.phases(15) == [("baseline", 0, 10), ("3x", 10, 15)]
+    with pytest.raises(ValueError, match="duration"):
+        s.events(0)
+
+
+def test_latency_trend_and_search() -> None:
+    from delta_replay.bench._streams_measure import is_behind, percentile, search_max, slope
+
+    assert slope([0, 1, 2, 3], [1, 3, 5, 7]) == pytest.approx(2)
+    assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
+    flat = [(t, 1.5 + (t % 2) * 0.5) for t in range(30)]
+    growing = [(t, 1.0 + 0.3 * t) for t in range(30)]
+    assert is_behind(flat, 30, 1.0, 0.05)[0] is False
+    assert is_behind(growing, 30, 1.0, 0.05)[0] is True
+
+    probed: list[int] = []
+
+    def probe(rate: int) -> bool:
+        probed.append(rate)
+        return rate <= 1234
+
+    best, tried = search_max(probe, 100, precision=0.05, max_probes=20)
+    assert best is not None and 1234 * 0.95 <= best <= 1234
+    assert [r for r, _ in tried] == probed and probed[:5] == [100, 200, 400, 800, 1600]
+    best_down, _ = search_max(lambda r: r <= 30, 100, precision=0.05, max_probes=20)
+    assert best_down is not None and 28 <= best_down <= 30
+    assert search_max(lambda r: False, 4, max_probes=5)[0] is None
+
+
+def test_compressed_run(spark, tmp_path) -> None:
+    """The whole schedule in 55 s: 3 baseline streams x 20 rows/s, 3x and 9x in between."""
+    from delta_replay.bench._streams_driver import session_conf
+    from delta_replay.bench.streams import run_and_report
+    from delta_replay.read import read
+
+    # 3x at 12.6 s, 9x 25.2, back 42, end 54.6: on 2 cores shared with other builds a
+    # batch of 4 concurrent queries takes ~5 s, and the 3x stream needs two (the rate
+    # source's first batch is empty). No warm-up stream: the test JVM warms up in phase 1.
+    schedule = Schedule.for_run(3, 20, time_scale=0.07)
+    result, data = run_and_report(
+        spark, schedule, tmp_path / "root", trigger_s=2.0, out=tmp_path / "out", warm_up=False
+    )
+    assert data.status == "finished"
+    assert {p["phase"] for p in result["phases"]} == {"baseline", "3x", "9x", "back"}
+    assert {f.name for f in (tmp_path / "out").iterdir()} >= {"streams.json", "streams.md"}
+
+    slack = 12.0  # a stop waits for the running batch (grace 10 s); loaded 2-core box
+    recs = data.streams
+    assert set(recs) == {s.name for s in schedule.all_streams()}
+    for rec in recs.values():
+        assert rec.error is None, (rec.name, rec.error)
+        assert rec.started_s is not None and rec.stopped_s is not None
+        assert rec.scheduled_start_s <= rec.started_s <= rec.scheduled_start_s + slack, rec
+        assert rec.scheduled_stop_s <= rec.stopped_s <= rec.scheduled_stop_s + slack, rec
+    # The baseline queries ran through the 3x/9x changes without a restart: one query,
+    # batches 0, 1, 2, ... committed before the 9x phase and after it.
+    for spec in schedule.baseline():
+        batches = [b for b in data.batches if b.stream == spec.name]
+        assert [b.batch_id for b in batches] == list(range(len(batches)))
+        assert min(b.commit_s for b in batches) < schedule.t_9x
+        assert max(b.commit_s for b in batches) > schedule.t_back
+
+    expected_cols = {
+        "device_id",
+        "event_timestamp",
+        "temperature",
+        "humidity",
+        "pressure",
+        "stream_type",
+        "stream_id",
+        "seq",
+    }
+    seqs: dict[tuple[str, str], list[int]] = {}
+    with session_conf(spark):  # small Delta snapshot jobs, as during the run
+        frames = [
+            read(spark, str(tmp_path / "root" / "tables" / spec.table), reader="delta")
+            for spec in schedule.all_streams()
+        ]
+        assert all(set(df.columns) == expected_cols for df in frames)
+        union = frames[0]
+        for df in frames[1:]:
+            union = union.unionByName(df)
+        for row in union.select("stream_id", "stream_type", "seq").collect():
+            seqs.setdefault((row["stream_id"], row["stream_type"]), []).append(row["seq"])
+    assert set(seqs) == {(s.name, s.stream_type) for s in schedule.all_streams()}
+    for spec in schedule.all_streams():
+        rec = recs[spec.name]
+        got = sorted(seqs[(spec.name, spec.stream_type)])
+        assert got == list(range(len(got))), f"{spec.table}: gap or duplicate in seq"
+        # The rate source cannot emit more than rate x seconds run.
+        assert len(got) <= spec.rate * (rec.stopped_s - rec.started_s + 1)
+        assert sum(b.rows for b in data.batches if b.stream == spec.name) <= len(got)
+        assert rec.table_rows == len(got)
+    whole = result["whole_run"]
+    assert whole["tables_exactly_once"] is True and whole["failed_streams"] == []
+    lat = [b.latency_s for b in data.batches if b.latency_s is not None]
+    assert lat and all(x > 0 for x in lat)
+    assert not [q.name for q in spark.streams.active if q.name in recs]

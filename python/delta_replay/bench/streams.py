@@ -49,6 +49,8 @@ def run_and_report(
     verify: bool = True,
     quiet: bool = False,
     conf: dict[str, str] | None = None,
+    warm_up: bool = True,
+    stop_grace_s: float = 10.0,
 ) -> tuple[dict[str, Any], RunData]:
     """Run ``schedule`` on ``spark`` with tables and checkpoints under ``root``.
 
@@ -68,6 +70,8 @@ def run_and_report(
         progress_every=progress_every,
         quiet=quiet,
         conf=conf,
+        warm_up=warm_up,
+        stop_grace_s=stop_grace_s,
     )
     data = runner.run()
     if verify:
@@ -112,7 +116,13 @@ def find_max(
         step_root = Path(root) / "find-max" / f"step_{len(steps) + 1:02d}_{rate * streams}"
         say(f"find-max step {len(steps) + 1}: {streams} x {rate} = {rate * streams} rows/s")
         runner = StreamsRun(
-            spark, sched, step_root, duration=step_s, trigger_s=trigger_s, progress_every=10.0
+            spark,
+            sched,
+            step_root,
+            duration=step_s,
+            trigger_s=trigger_s,
+            progress_every=10.0,
+            warm_up=not steps,
         )
         data = runner.run()
         phase = analyze(data)["phases"][0]
@@ -213,6 +223,8 @@ def _run(args: argparse.Namespace) -> int:
             trigger_s=args.trigger,
             progress_every=args.progress_every,
             out=out,
+            warm_up=not args.no_warm_up,
+            stop_grace_s=args.stop_grace,
         )
         print(report.phase_table(result))
         w = result["whole_run"]
@@ -346,6 +358,13 @@ def register(registry: CommandRegistry) -> None:
     run.add_argument("--duration", type=float, help="run seconds (default: back phase of 3 min)")
     run.add_argument("--trigger", type=float, default=1.0, help="processingTime trigger, seconds")
     run.add_argument("--progress-every", type=float, default=5.0, help="seconds between lines")
+    run.add_argument(
+        "--stop-grace",
+        type=float,
+        default=10.0,
+        help="a scheduled stop waits for the running batch, at most this many seconds",
+    )
+    run.add_argument("--no-warm-up", action="store_true", help="skip the throw-away warm-up stream")
     run.add_argument("--root", help="tables + checkpoints directory (default: temporary)")
     run.add_argument("--keep", action="store_true", help="keep a temporary --root")
     run.add_argument("--out", default=".", help="directory for streams.json/.md/.png")
