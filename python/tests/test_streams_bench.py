@@ -167,3 +167,43 @@ def test_compressed_run(spark, tmp_path) -> None:
     lat = [b.latency_s for b in data.batches if b.latency_s is not None]
     assert lat and all(x > 0 for x in lat)
     assert not [q.name for q in spark.streams.active if q.name in recs]
+
+
+def test_analyze_synthetic_run() -> None:
+    """Measures from hand-made batches: one stream lags (growing latency) in the 9x phase."""
+    from dataclasses import asdict
+
+    from delta_replay.bench._streams_driver import Batch, RunData, StreamRecord
+    from delta_replay.bench._streams_measure import analyze
+
+    s = Schedule(n_baseline=1, rate=10, t_3x=20, t_9x=40, t_back=60)
+    data = RunData(asdict(s), duration_s=80, trigger_s=1.0, root="/nowhere", started_at="t")
+    recs = [
+        StreamRecord("baseline_001", "stream_table_001", "baseline", 10, 0, 80, 0, 80.5),
+        StreamRecord("scale_3x", "stream_table_3x_scale", "3x", 30, 20, 40, 20, 41.5),
+        StreamRecord("scale_9x", "stream_table_9x_scale", "9x", 90, 40, 60, 40, 60.2),
+    ]
+    data.streams = {r.name: r for r in recs}
+    for t in range(1, 81):
+        late = 1.0 + (0.5 * (t - 40) if 40 < t < 60 else 0.0)
+        data.batches.append(Batch("baseline_001", t - 1, t, 10, 500, 10, 20, late))
+    for i, t in enumerate(range(21, 42)):  # the last batch commits while draining (41 > 40)
+        data.batches.append(Batch("scale_3x", i, t, 30, 500, 30, 60, 1.0))
+    for i, t in enumerate(range(41, 61)):
+        data.batches.append(Batch("scale_9x", i, t, 90, 500, 90, 180, 1.0))
+    for r in recs:
+        r.table_rows = sum(b.rows for b in data.batches if b.stream == r.name)
+        r.table_distinct_seq, r.table_min_seq, r.table_max_seq = r.table_rows, 0, r.table_rows - 1
+
+    result = analyze(data)
+    phases = {p["phase"]: p for p in result["phases"]}
+    assert [p["phase"] for p in result["phases"]] == ["baseline", "3x", "9x", "back"]
+    assert phases["3x"]["streams"] == 2 and phases["3x"]["target_rps"] == 40
+    assert phases["3x"]["achieved_rps"] == pytest.approx((20 * 10 + 21 * 30) / 20)
+    assert phases["9x"]["behind"] and not phases["baseline"]["behind"]
+    assert result["whole_run"]["first_behind_phase"] == "9x"
+    assert result["whole_run"]["tables_exactly_once"] is True
+    per = {(x["stream"], x["phase"]): x for x in result["stream_phases"]}
+    assert ("scale_3x", "9x") not in per  # draining is not running in the next phase
+    assert per[("baseline_001", "9x")]["behind"] and not per[("scale_9x", "9x")]["behind"]
+    assert per[("baseline_001", "back")]["latency_s_p50"] == pytest.approx(1.0)

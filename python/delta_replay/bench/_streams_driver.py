@@ -263,8 +263,7 @@ class StreamsRun:
                     break
                 time.sleep(0.5)
         finally:
-            query.stop()
-            shutil.rmtree(scratch, ignore_errors=True)
+            query.stop()  # the scratch table goes at the end of the run: tasks may still read it
         self._say(f"warm-up stream: {time.monotonic() - started:.1f}s")
 
     def _create_tables(self) -> None:
@@ -479,6 +478,7 @@ class StreamsRun:
                     self._say(f"stopping {name} failed: {error}")
             for stopper in self._stoppers:
                 stopper.join()
+            shutil.rmtree(self.root / "warm-up", ignore_errors=True)
             time.sleep(1.5)  # let the listener bus deliver the last progress events
             self.spark.streams.removeListener(listener)
             self._collect()

@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._streams_driver import Batch, RunData
+from ._streams_driver import Batch, RunData, StreamRecord
 from ._streams_schedule import Schedule
 
 SLOPE_THRESHOLD = 0.05
@@ -71,9 +71,6 @@ def analyze(
     schedule = Schedule(**data.schedule)
     end_s = max([data.duration_s] + [r.stopped_s or 0.0 for r in data.streams.values()])
     phases = schedule.phases(data.duration_s)
-    if phases:
-        name, start, _ = phases[-1]
-        phases[-1] = (name, start, end_s)
     by_stream: dict[str, list[Batch]] = {}
     for b in data.batches:
         by_stream.setdefault(b.stream, []).append(b)
@@ -90,13 +87,22 @@ def analyze(
         for rec in data.streams.values():
             if rec.started_s is None:
                 continue
+            # A stream belongs to a phase while it is scheduled to run in it; the batch it
+            # was running at its scheduled stop (committed while it drains) counts there too.
+            ends = _scheduled_end(rec)
             lo = max(p_start, rec.started_s)
-            hi = min(p_end, rec.stopped_s if rec.stopped_s is not None else p_end)
-            if hi - lo < MIN_WINDOW_S:  # not in this phase, or only while being stopped
+            hi = min(p_end, ends)
+            if hi - lo < MIN_WINDOW_S:
                 continue
             n_streams += 1
             active = hi - lo
-            batches = [b for b in by_stream.get(rec.name, []) if lo <= b.commit_s < hi]
+            last = hi >= ends
+            batch_hi = max(hi, rec.stopped_s or hi) if last else hi
+            batches = [
+                b
+                for b in by_stream.get(rec.name, [])
+                if lo <= b.commit_s < batch_hi or (last and b.commit_s == batch_hi)
+            ]
             rows = sum(b.rows for b in batches)
             lat = [
                 (b.commit_s, b.latency_s)
@@ -156,7 +162,7 @@ def analyze(
     for rec in data.streams.values():
         if rec.started_s is None:
             continue
-        ran = (rec.stopped_s or end_s) - rec.started_s
+        ran = _scheduled_end(rec) - rec.started_s
         progress_rows = sum(b.rows for b in by_stream.get(rec.name, []))
         exact = None
         if rec.table_rows is not None:
@@ -190,6 +196,7 @@ def analyze(
         "started_at": data.started_at,
         "schedule": data.schedule,
         "duration_s": data.duration_s,
+        "end_s": _r(end_s, 1),
         "trigger_s": data.trigger_s,
         "definitions": {
             "slope_threshold_s_per_s": slope_threshold,
@@ -200,8 +207,8 @@ def analyze(
             "target_rows": round(target_total),
             "table_rows": table_total,
             "progress_rows": progress_total,
-            "target_rps": _r(target_total / end_s, 1),
-            "achieved_rps": _r(table_total / end_s, 1),
+            "target_rps": _r(target_total / data.duration_s, 1),
+            "achieved_rps": _r(table_total / data.duration_s, 1),
             "first_behind_phase": first_behind,
             "failed_streams": [s["stream"] for s in streams if s["error"]],
             "tables_exactly_once": all(s["seq_exactly_once"] for s in streams)
@@ -212,6 +219,13 @@ def analyze(
         "streams": streams,
         "stream_phases": per_stream_phase,
     }
+
+
+def _scheduled_end(rec: StreamRecord) -> float:
+    """When the stream stopped or was asked to stop, whichever came first."""
+    if rec.stopped_s is None:
+        return rec.scheduled_stop_s
+    return min(rec.stopped_s, rec.scheduled_stop_s)
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -147,8 +147,9 @@ def plot(result: dict[str, Any], data: RunData, path: Path) -> Path | None:
 
 def write(result: dict[str, Any], data: RunData, out: Path, name: str = "streams") -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    files = [out / f"{name}.json", out / f"{name}.md"]
+    files = [out / f"{name}.json", out / f"{name}.md", out / f"{name}-batches.json"]
     files[0].write_text(json.dumps(result, indent=1))
+    files[2].write_text(json.dumps(data.to_json()))
     files[1].write_text(markdown(result))
     png = plot(result, data, out / f"{name}.png")
     if png:
