@@ -52,6 +52,11 @@ def prepare(spark: SparkSession, plan: Plan, work: Path, *, verify: bool = True)
     for rows in plan.change_rows:
         started = time.monotonic()
         root = dataset_dir(work, rows)
+        if root.exists():
+            raise FileExistsError(
+                f"{root} already holds a dataset (from an earlier run?): pass --skip-prepare to "
+                "reuse the datasets under --work, or remove that directory to write them again"
+            )
         tables = MorTables.under(str(root))
         create_base(
             base_frame(spark, plan.base_rows, plan.partitions, plan.files),

@@ -1,6 +1,7 @@
 package io.deltareplay
 
 import io.deltareplay.internal.DeltaReplayScan
+import io.deltareplay.internal.MetadataAggregates.StatsAggregateScan
 import org.apache.spark.sql.Dataset
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
@@ -17,18 +18,20 @@ import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 object DeltaReplay {
 
   /**
-   * What replay and skipping did for each delta-replay scan in the plan of `df`, as a JSON array.
-   * Plans the query (replay and file skipping run; no data is read).
+   * What replay and skipping did for each delta-replay scan in the plan of `df`, as a JSON array
+   * (an aggregate answered from the log's statistics reports `aggregatesFromStats`). Plans the
+   * query (replay and file skipping run; no data is read).
    */
   def scanMetricsJson(df: Dataset[_]): String =
-    scans(df.queryExecution.executedPlan).map(_.metrics.toJson).mkString("[", ",", "]")
+    scans(df.queryExecution.executedPlan).mkString("[", ",", "]")
 
-  private def scans(plan: SparkPlan): Seq[DeltaReplayScan] = plan match {
+  private def scans(plan: SparkPlan): Seq[String] = plan match {
     case a: AdaptiveSparkPlanExec => scans(a.executedPlan)
     case q: QueryStageExec => scans(q.plan)
     case b: BatchScanExec =>
       b.scan match {
-        case s: DeltaReplayScan => Seq(s)
+        case s: DeltaReplayScan => Seq(s.metrics.toJson)
+        case s: StatsAggregateScan => Seq(s.metricsJson)
         case _ => Nil
       }
     case other => other.children.flatMap(scans) ++ other.subqueries.flatMap(scans)

@@ -155,6 +155,17 @@ private[deltareplay] object MetadataAggregates {
       s"DeltaReplayScan ${snapshot.table} v${snapshot.version} [aggregates from log statistics: " +
         s"${answer.functions.mkString(", ")} over ${answer.files} files, no data file read; " +
         s"replay $replayMode] PartitionFilters: $partitionFilters"
+    def metricsJson: String = {
+      val fns =
+        answer.functions.map(f => "\"" + f.replace("\\", "\\\\").replace("\"", "\\\"") + "\"")
+      val table = snapshot.table.replace("\\", "\\\\").replace("\"", "\\\"")
+      s"""{"table":"$table","version":${snapshot.version},"replayMode":"$replayMode",""" +
+        s""""filesAfterPartitionPruning":${answer.files},"aggregatesFromStats":${fns.mkString(
+            "[",
+            ",",
+            "]"
+          )}}"""
+    }
     override def toBatch: Batch = this
     override def planInputPartitions(): Array[InputPartition] = Array(RowPartition(answer.row))
     override def createReaderFactory(): PartitionReaderFactory = RowReaderFactory
