@@ -70,7 +70,10 @@ def analyze(
     """The result document: per stream and phase, per phase, whole run, table checks."""
     schedule = Schedule(**data.schedule)
     end_s = max([data.duration_s] + [r.stopped_s or 0.0 for r in data.streams.values()])
-    phases = schedule.phases(data.duration_s)
+    # A run stopped early (Ctrl-C, `stop`) is measured up to where its streams stopped.
+    ran = [_scheduled_end(r) for r in data.streams.values() if r.started_s is not None]
+    horizon = min(data.duration_s, max(ran)) if ran else data.duration_s
+    phases = schedule.phases(horizon)
     by_stream: dict[str, list[Batch]] = {}
     for b in data.batches:
         by_stream.setdefault(b.stream, []).append(b)
@@ -196,6 +199,7 @@ def analyze(
         "started_at": data.started_at,
         "schedule": data.schedule,
         "duration_s": data.duration_s,
+        "measured_s": _r(horizon, 1),
         "end_s": _r(end_s, 1),
         "trigger_s": data.trigger_s,
         "definitions": {
@@ -207,8 +211,8 @@ def analyze(
             "target_rows": round(target_total),
             "table_rows": table_total,
             "progress_rows": progress_total,
-            "target_rps": _r(target_total / data.duration_s, 1),
-            "achieved_rps": _r(table_total / data.duration_s, 1),
+            "target_rps": _r(target_total / horizon, 1),
+            "achieved_rps": _r(table_total / horizon, 1),
             "first_behind_phase": first_behind,
             "failed_streams": [s["stream"] for s in streams if s["error"]],
             "tables_exactly_once": all(s["seq_exactly_once"] for s in streams)
