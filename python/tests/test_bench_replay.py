@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
+from delta_replay.bench.replay import merge_rows
 from delta_replay.bench.synth import SynthSpec, append_commit, generate, manifest, table_version
 from delta_replay.read import connector_available, read
 
@@ -161,4 +162,30 @@ def test_quick_run_smoke(tmp_path: Path) -> None:
     assert len(counts) == 1 and 0 < counts.pop() < expected
     assert by_reader[("delta-rs", "delta-rs")]["files"] == 300
     assert by_reader[("delta-replay", "stream")]["stream"]["rows"] > 0
-    assert list(out.glob("*-quick-planning.png")) and list(out.glob("*-quick.md"))
+    assert list(out.glob("*-quick-planning.png"))
+    [md] = out.glob("*-quick.md")
+    text = md.read_text()
+    assert "delta-rs (load + file list, s)" in text
+    assert "vs delta-rs load + file list: n/a" not in text, text[-800:]
+
+
+def test_merge_keeps_rows_not_measured_again() -> None:
+    def row(reader: str, kind: str, seconds: float) -> dict[str, object]:
+        return {
+            "table": "synthetic",
+            "files": 10,
+            "reader": reader,
+            "kind": kind,
+            "master": "local[2]",
+            "s": seconds,
+        }
+
+    prior = [row("v1", "batch", 1.0), row("kernel-v2", "stream", 2.0), row("v1", "stream", 3.0)]
+    again = [row("kernel-v2", "stream", 4.0), row("kernel-v2-raised", "stream", 5.0)]
+    merged = merge_rows(prior, again)
+    assert [(r["reader"], r["kind"], r["s"]) for r in merged] == [
+        ("v1", "batch", 1.0),
+        ("kernel-v2", "stream", 4.0),
+        ("v1", "stream", 3.0),
+        ("kernel-v2-raised", "stream", 5.0),
+    ]

@@ -101,17 +101,23 @@ def markdown(result: dict[str, Any]) -> str:
         "The machine was shared with other developers' builds and tests while this ran, "
         "which skews every figure upward by an unknown, varying amount."
     )
+    if meta.get("merged_from"):
+        out.append("")
+        out.append(
+            f"Rows not re-measured in this run come from `{Path(meta['merged_from']).name}` "
+            "(same machine, same tables)."
+        )
     out.append("")
     out.append("## Cold-table planning (s): snapshot + file list + splits, local[2]")
     out.append("")
     spark_readers = [r for r in BATCH_READERS if any(x["reader"] == r for x in rows)]
     grid = _grid(rows, spark_readers, lambda r: cell(r, "plan", "planning_s"))
-    rs = [r for r in rows if r["kind"] == "deltars"]
+    rs = [r for r in rows if r["kind"] == "delta-rs"]
     out.append(grid)
     if rs:
         out.append("delta-rs (load + file list, s):")
         out.append("")
-        out.append(_grid(rows, ["delta-rs"], _deltars_cell, kind="deltars"))
+        out.append(_grid(rows, ["delta-rs"], _deltars_cell, kind="delta-rs"))
     sections: list[tuple[str, str, str, str]] = [
         ("Driver retained heap after planning (MB)", "plan", "retained_heap_mb", "{:.0f}"),
         (
@@ -185,7 +191,7 @@ def _figure(rows: list[Row], table: str, files: int, reader: str, *keys: str) ->
             and int(r["files"]) == files
             and r["reader"] == reader
             and r["master"] == "local[2]"
-            and r["kind"] in ("batch", "deltars")
+            and r["kind"] in ("batch", "delta-rs")
         ):
             value = _get(r, *keys)
             return float(value) if isinstance(value, (int, float)) else None
@@ -250,7 +256,7 @@ def plots(rows: list[Row], stem: Path) -> list[Path]:
                 if r["reader"] == reader
                 and r["table"] == "synthetic"
                 and r["master"] == "local[2]"
-                and r["kind"] in ("batch", "deltars")
+                and r["kind"] in ("batch", "delta-rs")
                 and isinstance(v := _get(r, *keys_for), (int, float))
                 and v > 0
             )

@@ -272,6 +272,17 @@ def run_quick(args: argparse.Namespace, root: Path, save: Save) -> list[dict[str
     return rows
 
 
+def _row_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["table"], int(row["files"]), row["reader"], row["kind"], row["master"])
+
+
+def merge_rows(prior: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``prior`` with each measurement ``rows`` repeats replaced in place, then the new ones."""
+    fresh = {_row_key(r): r for r in rows}
+    merged = [fresh.pop(_row_key(r), r) for r in prior]
+    return merged + [r for r in rows if _row_key(r) in fresh]
+
+
 def _split(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
     chosen = [v.strip() for v in value.split(",") if v.strip()] if value else []
     unknown = [v for v in chosen if v not in allowed]
@@ -283,7 +294,8 @@ def _split(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.real_files is None:
         args.real_files = 500 if args.quick else 10_000
-    args.readers = _split(args.readers, READERS, "reader(s)") if args.readers else list(READERS)
+    readers = ",".join(READERS) if args.readers is None else args.readers
+    args.readers = _split(readers, READERS, "reader(s)")
     default_streams = "delta-replay,kernel-v2" if args.quick else ",".join(STREAM_READERS)
     streams = default_streams if args.stream_readers is None else args.stream_readers
     args.stream_readers = _split(streams, STREAM_READERS, "stream reader(s)")
@@ -318,12 +330,18 @@ def run(args: argparse.Namespace) -> int:
         }
         written: list[Path] = []
 
+        prior: list[dict[str, Any]] = []
+        if args.merge:
+            prior = list(json.loads(Path(args.merge).read_text())["rows"])
+            meta["merged_from"] = str(args.merge)
+            _say(f"keeping the {len(prior)} rows of {args.merge} this run does not re-measure")
+
         def save(rows: list[dict[str, Any]]) -> None:
             meta["seconds"] = time.monotonic() - started
-            written[:] = write({"meta": meta, "rows": rows}, out, stem)
+            written[:] = write({"meta": meta, "rows": merge_rows(prior, rows)}, out, stem)
 
         rows = run_quick(args, root, save) if args.quick else run_full(args, root, save)
-        print(markdown({"meta": meta, "rows": rows}), flush=True)
+        print(markdown({"meta": meta, "rows": merge_rows(prior, rows)}), flush=True)
         if args.out:
             _say("wrote " + ", ".join(str(p) for p in written))
     return 0
@@ -337,7 +355,9 @@ def register(registry: CommandRegistry) -> None:
         "--quick", action="store_true", help="one JVM, one 10K-file table in a temporary directory"
     )
     parser.add_argument("--sizes", type=int, nargs="+", help="live files of the synthetic tables")
-    parser.add_argument("--readers", help=f"comma-separated subset of {','.join(READERS)}")
+    parser.add_argument(
+        "--readers", help=f"comma-separated subset of {','.join(READERS)} ('' for none)"
+    )
     parser.add_argument(
         "--stream-readers",
         help=f"comma-separated subset of {','.join(STREAM_READERS)} ('' for none)",
@@ -345,6 +365,10 @@ def register(registry: CommandRegistry) -> None:
     parser.add_argument("--real-files", type=int, default=None, help="files of the real table")
     parser.add_argument("--tables", help="cache directory of generated tables")
     parser.add_argument("--out", help="report directory (default: print only)")
+    parser.add_argument(
+        "--merge",
+        help="an earlier result JSON: its rows are kept unless this run measures them again",
+    )
     parser.add_argument("--driver-memory", default="4g", help="driver memory of every reader")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
     parser.add_argument("--count-max-files", type=int, default=100_000)
