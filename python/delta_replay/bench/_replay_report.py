@@ -79,6 +79,8 @@ def _grid(
         if not by_reader:
             continue
         cells = [value(by_reader.get(reader)) for reader in readers]
+        if not any(cells):  # a measure this table does not get (e.g. re-plan of the real table)
+            continue
         lines.append(f"| {table} | {files:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

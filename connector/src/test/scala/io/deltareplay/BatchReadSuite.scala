@@ -181,6 +181,33 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("deletion vectors over many Parquet batches, vectorized reader on and off") {
+    withTempDir { dir =>
+      val path = table(dir)
+      spark
+        .range(0, 30000)
+        .selectExpr("id", "cast(id % 5 as int) as g", "concat('s-', id) as s", "id * 0.5 as d")
+        .repartition(2)
+        .write
+        .format("delta")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+      // scattered rows, and a run that crosses the reader's 4,096-row batch boundaries
+      sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 4000 AND 9000")
+      val scan = deltaReplayScans(ours(path)).head
+      val factory = scan.createReaderFactory().asInstanceOf[internal.DeltaReaderFactory]
+      assert(factory.rowIndexOrdinal >= 0, "the scan should filter rows by deletion vector")
+      assert(factory.vectorizedRows, "DV rows should be decoded by the vectorized reader")
+      assertSameAsV1(path)
+      assertSameAsV1(path, query = _.where("g = 2").select("s", "id"))
+      withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
+        val plain = deltaReplayScans(ours(path)).head.createReaderFactory()
+        assert(!plain.asInstanceOf[internal.DeltaReaderFactory].vectorizedRows)
+        assertSameAsV1(path, modes = Seq("local"))
+      }
+    }
+  }
+
   test("partitions: nulls, special characters, dates and timestamps; pruning counts") {
     withTempDir { dir =>
       val path = table(dir)

@@ -41,17 +41,30 @@ private[deltareplay] case class DeltaReaderFactory(
     rowIndexOrdinal: Int,
     parquetOutput: StructType,
     columnar: Boolean,
-    outputOrdinals: Array[Int] = null
+    outputOrdinals: Array[Int] = null,
+    vectorizedRows: Boolean = false
 ) extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = columnar
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val p = partition.asInstanceOf[DeltaInputPartition]
+    val project = outputProjection() // one per task, shared by its files (codegen is not free)
     new ChainedReader[InternalRow](
-      p.files.indices.iterator.map(i => rowReader(p.files(i), p.dvs(i)))
+      p.files.indices.iterator.map(i => rowReader(p.files(i), p.dvs(i), project))
     )
   }
+
+  /** Drops the row index and orders the columns; null when the reader's rows are already right. */
+  private def outputProjection(): UnsafeProjection =
+    if (rowIndexOrdinal < 0 && outputOrdinals == null) null
+    else {
+      val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
+      val ordered = if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)
+      UnsafeProjection.create(ordered.map { i =>
+        BoundReference(i, parquetOutput(i).dataType, parquetOutput(i).nullable)
+      })
+    }
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
     val p = partition.asInstanceOf[DeltaInputPartition]
@@ -80,16 +93,18 @@ private[deltareplay] case class DeltaReaderFactory(
     }
   }
 
-  private def rowReader(file: PartitionedFile, dv: DvDescriptor): PartitionReader[InternalRow] = {
-    val base = guard(file)(parquet.buildReader(file))
-    if (rowIndexOrdinal < 0 && outputOrdinals == null) base
+  private def rowReader(
+      file: PartitionedFile,
+      dv: DvDescriptor,
+      project: UnsafeProjection
+  ): PartitionReader[InternalRow] = {
+    // With deletion vectors the rows are filtered one by one, but they are still decoded by the
+    // vectorized Parquet reader when it supports the schema (much faster than parquet-mr rows).
+    val base =
+      if (vectorizedRows) new BatchRowReader(guard(file)(parquet.buildColumnarReader(file)))
+      else guard(file)(parquet.buildReader(file))
+    if (project == null) base
     else {
-      val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
-      val ordered = if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)
-      val keep = ordered.map { i =>
-        BoundReference(i, parquetOutput(i).dataType, parquetOutput(i).nullable)
-      }
-      val project = UnsafeProjection.create(keep)
       val deleted: Long => Boolean =
         if (dv == null || rowIndexOrdinal < 0) _ => false
         else DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value)
@@ -158,7 +173,8 @@ private[deltareplay] object DeltaReaderFactory {
       None,
       new ParquetOptions(Map.empty[String, String], sqlConf)
     )
-    val columnar = !withRowIndex && parquet.supportColumnarReads(null)
+    val vectorized = parquet.supportColumnarReads(null)
+    val columnar = !withRowIndex && vectorized
     DeltaReaderFactory(
       parquet = parquet,
       table = snapshot.table,
@@ -167,10 +183,31 @@ private[deltareplay] object DeltaReaderFactory {
       conf = broadcastConf,
       rowIndexOrdinal = if (withRowIndex) readData.length - 1 else -1,
       parquetOutput = StructType(readData ++ readPartitionSchema),
-      columnar = columnar
+      columnar = columnar,
+      vectorizedRows = withRowIndex && vectorized
     )
   }
 
+}
+
+/** The rows of a columnar reader's batches, one at a time (each row valid until the next). */
+private[deltareplay] final class BatchRowReader(batches: PartitionReader[ColumnarBatch])
+    extends PartitionReader[InternalRow] {
+  private var rows: java.util.Iterator[InternalRow] = java.util.Collections.emptyIterator()
+  private var current: InternalRow = _
+
+  override def next(): Boolean = {
+    while (!rows.hasNext) {
+      if (!batches.next()) return false
+      rows = batches.get().rowIterator()
+    }
+    current = rows.next()
+    true
+  }
+
+  override def get(): InternalRow = current
+
+  override def close(): Unit = batches.close()
 }
 
 /** Reads one reader after another, opening each lazily and closing it when done. */
