@@ -99,9 +99,13 @@ def markdown(result: dict[str, Any]) -> str:
     out = [f"# Log-replay benchmark, {meta['date']} on {meta['host']}", ""]
     out.append(
         f"{meta['cpus']} cores, driver memory {meta['driver_memory']} for every reader, "
-        f"{meta['isolation']}. Times in seconds; heap in MB. "
-        "The machine was shared with other developers' builds and tests while this ran, "
-        "which skews every figure upward by an unknown, varying amount."
+        f"{meta['isolation']}. Times in seconds; heap in MB. One run per cell, no "
+        "repetitions: differences under about 20% are within this machine's run-to-run noise."
+        + (
+            f" Load average (1 min) at the start: {meta['load_avg_start']:.1f}."
+            if isinstance(meta.get("load_avg_start"), (int, float))
+            else ""
+        )
     )
     if meta.get("merged_from"):
         out.append("")

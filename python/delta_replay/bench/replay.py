@@ -319,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
             "date": now.strftime("%Y-%m-%d %H:%M UTC"),
             "host": host,
             "cpus": os.cpu_count(),
+            "load_avg_start": os.getloadavg()[0],
             "driver_memory": args.driver_memory,
             "isolation": "every Spark reader in one JVM (--quick)"
             if args.quick
