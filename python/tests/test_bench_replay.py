@@ -156,6 +156,12 @@ def test_quick_run_smoke(tmp_path: Path) -> None:
         assert row["plan"]["files"] == 300, (reader, row)
         assert row["selective"]["rows"] == 1, (reader, row)
         assert row["replan"]["files"] == 301, (reader, row)
+        assert row["replan"]["selective_planning_s"] > 0, (reader, row)
+        if reader.startswith("delta-replay"):
+            [scan] = row["replan"]["selective_scan"]
+            # the probe's file, plus the two appended files: their stats have no min/max
+            assert scan["filesAfterSkipping"] == 3 and scan["liveFiles"] == 302, (reader, scan)
+            assert scan["replayMode"].startswith("incremental"), (reader, scan)
         counts.add(row["count"]["value"])
         counts.add(row["full"]["rows"])
         assert row["join"]["dynamic_pruning"], (reader, row)

@@ -120,10 +120,18 @@ def dpp_join(spark: SparkSession, reader: str, path: str, dim: str) -> dict[str,
 
 
 def replan(
-    spark: SparkSession, reader: str, path: str, append: Callable[[], Callable[[], None]]
+    spark: SparkSession,
+    reader: str,
+    path: str,
+    append: Callable[[int], Callable[[], None]],
+    probe_id: int | None = None,
 ) -> dict[str, Any]:
-    """Warm re-plan after one new commit lands (the table was planned before in this process)."""
-    cleanup = append()
+    """Warm re-plans (the table was planned before in this process).
+
+    After one new commit: the whole table (every split). With ``probe_id``, after one
+    more commit: the selective query ``id = probe_id`` (planning only, its splits).
+    """
+    undo = [append(1)]
     try:
         window = probe.start(spark)
         df = frame(spark, reader, path)
@@ -132,9 +140,19 @@ def replan(
         result["planning_s"] = result.pop("wall_s")
         result["splits"] = splits
         result["files"] = _files_seen(reader, df)
+        del df
+        if probe_id is not None:
+            undo.append(append(2))
+            started = time.perf_counter()
+            selective_df = frame(spark, reader, path).where(f"id = {probe_id}")
+            result["selective_splits"] = probe.force_splits(selective_df)
+            result["selective_planning_s"] = time.perf_counter() - started
+            if is_ours(reader):
+                result["selective_scan"] = scan_metrics(selective_df)
         return result
     finally:
-        cleanup()
+        for step in reversed(undo):
+            step()
 
 
 def first_micro_batch(
@@ -200,5 +218,10 @@ def batch_measures(spark: SparkSession, reader: str, job: Job) -> dict[str, Any]
     if "replan" in measures and manifest.get("synthetic"):
         from .synth import append_commit
 
-        _guard(out, "replan", lambda: replan(spark, reader, path, lambda: append_commit(path)))
+        probe_id = manifest.get("probe_id") if has_data else None
+        _guard(
+            out,
+            "replan",
+            lambda: replan(spark, reader, path, lambda n: append_commit(path, n), probe_id),
+        )
     return out

@@ -141,6 +141,12 @@ def markdown(result: dict[str, Any]) -> str:
         ("Full scan `count(value), sum(length(value))` (s)", "full", "seconds", "{:.2f}"),
         ("Join with dynamic partition pruning (s)", "join", "seconds", "{:.2f}"),
         ("Warm re-plan after one new commit (s)", "replan", "planning_s", "{:.2f}"),
+        (
+            "Warm re-plan of the selective query after one more commit (s)",
+            "replan",
+            "selective_planning_s",
+            "{:.2f}",
+        ),
     ]
     for title, measure, field, fmt in sections:
         out.append(f"## {title}")

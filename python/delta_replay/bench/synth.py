@@ -505,13 +505,16 @@ def repair(table: str | Path) -> None:
         stray.unlink()
 
 
-def append_commit(table: str | Path) -> Callable[[], None]:
-    """Lands one more commit (one new file) after the manifest's version; returns its undo."""
+def append_commit(table: str | Path, nth: int = 1) -> Callable[[], None]:
+    """Lands commit ``nth`` (one new file) after the manifest's version; returns its undo.
+
+    Commits 1..nth-1 must be there already (land them in order, undo in reverse).
+    """
     table = Path(table)
     info = manifest(table)
-    version = int(info["version"]) + 1
+    version = int(info["version"]) + nth
     spec = SynthSpec(**info["spec"])
-    name = f"replan-{os.getpid()}.parquet"
+    name = f"replan-{os.getpid()}-{nth}.parquet"
     add: dict[str, Any] = {
         "path": name,
         "partitionValues": {"part": "p000"} if spec.partitions else {},
