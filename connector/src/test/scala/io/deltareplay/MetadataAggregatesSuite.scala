@@ -69,6 +69,13 @@ class MetadataAggregatesSuite extends AnyFunSuite with DeltaOracle {
       check(path, "SELECT count(*) FROM TABLE WHERE id > 500", fromStats = false)
       check(path, "SELECT p, count(*) FROM TABLE GROUP BY p", fromStats = false)
       assert(spark.read.format("delta").load(path).count() === 1000 - 77)
+      // The metrics Python reads name the table and the aggregates answered from stats.
+      ours(path).createOrReplaceTempView("t_ours")
+      val json = DeltaReplay.scanMetricsJson(spark.sql("SELECT count(*) FROM t_ours"))
+      assert(json.contains(s""""aggregatesFromStats":["count(*)"]"""), json)
+      assert(json.contains(s""""filesAfterPartitionPruning":"""), json)
+      assert(json.startsWith("[{\"table\":\""), json)
+      assert(json.contains(new java.io.File(path).getAbsolutePath), json)
     }
   }
 

@@ -33,14 +33,20 @@ private[deltareplay] case class ScanMetrics(
     snapshotMillis: Long,
     replayTasks: Int
 ) {
-  def toJson: String =
+  def toJson: String = {
+    import ScanMetrics.quote
     s"""{"table":${quote(table)},"version":$version,"replayMode":${quote(replayMode)},""" +
       s""""logSegment":${quote(logSegment)},"actionsReplayed":$actionsReplayed,""" +
       s""""liveFiles":$liveFiles,"filesAfterPartitionPruning":$filesAfterPartitionPruning,""" +
       s""""filesAfterSkipping":$filesAfterSkipping,"replayMillis":$replayMillis,""" +
       s""""planMillis":$planMillis,"snapshotMillis":$snapshotMillis,"replayTasks":$replayTasks}"""
+  }
+}
 
-  private def quote(s: String): String =
+private[deltareplay] object ScanMetrics {
+
+  /** `s` as a JSON string literal. */
+  def quote(s: String): String =
     "\"" + s.flatMap {
       case '"' => "\\\""
       case '\\' => "\\\\"

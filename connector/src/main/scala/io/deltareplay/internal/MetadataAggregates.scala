@@ -156,15 +156,10 @@ private[deltareplay] object MetadataAggregates {
         s"${answer.functions.mkString(", ")} over ${answer.files} files, no data file read; " +
         s"replay $replayMode] PartitionFilters: $partitionFilters"
     def metricsJson: String = {
-      val fns =
-        answer.functions.map(f => "\"" + f.replace("\\", "\\\\").replace("\"", "\\\"") + "\"")
-      val table = snapshot.table.replace("\\", "\\\\").replace("\"", "\\\"")
-      s"""{"table":"$table","version":${snapshot.version},"replayMode":"$replayMode",""" +
-        s""""filesAfterPartitionPruning":${answer.files},"aggregatesFromStats":${fns.mkString(
-            "[",
-            ",",
-            "]"
-          )}}"""
+      import ScanMetrics.quote
+      s"""{"table":${quote(snapshot.table)},"version":${snapshot.version},""" +
+        s""""replayMode":${quote(replayMode)},"filesAfterPartitionPruning":${answer.files},""" +
+        s""""aggregatesFromStats":${answer.functions.map(quote).mkString("[", ",", "]")}}"""
     }
     override def toBatch: Batch = this
     override def planInputPartitions(): Array[InputPartition] = Array(RowPartition(answer.row))
