@@ -136,7 +136,7 @@ def test_quick_run_smoke(tmp_path: Path) -> None:
         "--quick",
         "--sizes=300",
         "--real-files=0",
-        "--readers=delta-replay-auto,v1,kernel-v2,delta-rs",
+        "--readers=delta-replay-auto,delta-replay-executors,v1,kernel-v2,delta-rs",
         "--stream-readers=delta-replay",
         f"--tables={tmp_path / 'tables'}",
         f"--out={out}",
@@ -151,7 +151,7 @@ def test_quick_run_smoke(tmp_path: Path) -> None:
     by_reader = {(r["reader"], r["kind"]): r for r in rows}
     expected = rows[0]["files"] * 1000  # rows per file, less one per DV file (below)
     counts = set()
-    for reader in ("delta-replay-auto", "v1", "kernel-v2"):
+    for reader in ("delta-replay-auto", "delta-replay-executors", "v1", "kernel-v2"):
         row = by_reader[(reader, "batch")]
         assert row["plan"]["files"] == 300, (reader, row)
         assert row["selective"]["rows"] == 1, (reader, row)
@@ -161,7 +161,12 @@ def test_quick_run_smoke(tmp_path: Path) -> None:
             [scan] = row["replan"]["selective_scan"]
             # the probe's file, plus the two appended files: their stats have no min/max
             assert scan["filesAfterSkipping"] == 3 and scan["liveFiles"] == 302, (reader, scan)
-            assert scan["replayMode"].startswith("incremental"), (reader, scan)
+            if reader == "delta-replay-auto":
+                assert scan["replayMode"].startswith("incremental"), (reader, scan)
+                assert scan["planning"] == "driver", (reader, scan)
+            else:  # the file list stays on the executors: no driver-side state to roll forward
+                assert scan["planning"].startswith("executors"), (reader, scan)
+                assert scan["replayMode"].endswith("on the executors"), (reader, scan)
         counts.add(row["count"]["value"])
         counts.add(row["full"]["rows"])
         assert row["join"]["dynamic_pruning"], (reader, row)

@@ -11,7 +11,12 @@ from pyspark.sql import DataFrame, SparkSession
 from .._jvm import jvm
 from ..read import read
 
-OURS = ("delta-replay-local", "delta-replay-distributed", "delta-replay-auto")
+OURS = (
+    "delta-replay-local",
+    "delta-replay-distributed",
+    "delta-replay-executors",
+    "delta-replay-auto",
+)
 BATCH_READERS = (*OURS, "v1", "kernel-v2")
 READERS = (*BATCH_READERS, "delta-rs")
 STREAM_READERS = (
@@ -27,6 +32,7 @@ _V2_MAX_FILES = "spark.databricks.delta.streaming.initialSnapshotMaxFiles"
 _V2_DISTRIBUTED = "spark.databricks.delta.streaming.distributedInitialSnapshot"
 _ROUTING = "spark.deltareplay.enabled"
 _MODE = "spark.deltareplay.replay.mode"
+_PLANNING = "spark.deltareplay.planning.mode"
 
 
 def is_ours(reader: str) -> bool:
@@ -38,7 +44,12 @@ def reader_conf(reader: str, *, stream: bool = False) -> dict[str, str]:
     conf: dict[str, str] = {}
     if is_ours(reader):
         mode = reader.removeprefix("delta-replay").removeprefix("-") or "auto"
-        conf[_MODE] = mode
+        # local and distributed plan on the driver; executors keeps the file list on the
+        # executors (after a distributed replay); auto chooses both by table size
+        if mode == "executors":
+            conf[_MODE], conf[_PLANNING] = "distributed", "executors"
+        else:
+            conf[_MODE], conf[_PLANNING] = mode, ("auto" if mode == "auto" else "driver")
     else:
         conf[_ROUTING] = "false"
     if reader.startswith("kernel-v2"):

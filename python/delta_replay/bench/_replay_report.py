@@ -233,6 +233,10 @@ def targets(rows: list[Row]) -> list[str]:
     small_v2 = _figure(rows, t, small, "kernel-v2", "plan", "planning_s")
     fastest = min((x for x in (small_v1, small_v2) if x is not None), default=None)
     rs = _figure(rows, t, big, "delta-rs", "load_and_list_s")
+    executors = _figure(rows, t, big, "delta-replay-executors", "plan", "planning_s")
+    collect = _figure(rows, t, big, "delta-replay-distributed", "plan", "planning_s")
+    executors_heap = _figure(rows, t, big, "delta-replay-executors", "plan", "retained_heap_mb")
+    collect_heap = _figure(rows, t, big, "delta-replay-distributed", "plan", "retained_heap_mb")
     return [
         f"{big:,} files, cold-table planning vs V1: {_ratio(ours, v1)} (target <= 0.5x)",
         f"{big:,} files, cold-table planning vs Kernel V2: {_ratio(ours, v2)} (target <= 0.2x)",
@@ -241,6 +245,9 @@ def targets(rows: list[Row]) -> list[str]:
         f"{_ratio(small_ours, fastest)} (target <= 1.0x)",
         f"{big:,} files, cold-table planning vs delta-rs load + file list: "
         f"{_ratio(ours, rs)} (target <= 1.0x)",
+        f"{big:,} files, planning on the executors vs collecting the file list to the driver "
+        f"(both after a distributed replay): time {_ratio(executors, collect)}, "
+        f"driver retained heap {_ratio(executors_heap, collect_heap)}",
     ]
 
 

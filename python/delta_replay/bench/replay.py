@@ -166,7 +166,7 @@ def run_full(args: argparse.Namespace, root: Path, save: Save) -> list[dict[str,
         "driver_memory": args.driver_memory,
         "count_max_files": args.count_max_files,
         "scan_max_files": args.scan_max_files,
-        "measures": list(MEASURES),
+        "measures": list(args.measures),
         "stream_timeout_s": args.timeout,
     }
     # batch readers on every table first, then streams, then local-cluster: the figures the
@@ -232,7 +232,7 @@ def run_quick(args: argparse.Namespace, root: Path, save: Save) -> list[dict[str
                 "manifest": info,
                 "count_max_files": args.count_max_files,
                 "scan_max_files": args.scan_max_files,
-                "measures": list(MEASURES),
+                "measures": list(args.measures),
             }
             for reader in args.readers:
                 label = f"{_label(info)} {int(info['files']):,} files, {reader}"
@@ -296,6 +296,8 @@ def run(args: argparse.Namespace) -> int:
         args.real_files = 500 if args.quick else 10_000
     readers = ",".join(READERS) if args.readers is None else args.readers
     args.readers = _split(readers, READERS, "reader(s)")
+    measures = ",".join(MEASURES) if args.measures is None else args.measures
+    args.measures = _split(measures, MEASURES, "measure(s)")
     default_streams = "delta-replay,kernel-v2" if args.quick else ",".join(STREAM_READERS)
     streams = default_streams if args.stream_readers is None else args.stream_readers
     args.stream_readers = _split(streams, STREAM_READERS, "stream reader(s)")
@@ -369,6 +371,10 @@ def register(registry: CommandRegistry) -> None:
     parser.add_argument(
         "--merge",
         help="an earlier result JSON: its rows are kept unless this run measures them again",
+    )
+    parser.add_argument(
+        "--measures",
+        help=f"comma-separated subset of {','.join(MEASURES)} after cold planning ('' for none)",
     )
     parser.add_argument("--driver-memory", default="4g", help="driver memory of every reader")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")

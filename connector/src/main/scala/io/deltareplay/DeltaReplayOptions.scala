@@ -59,6 +59,26 @@ object DeltaReplayOptions {
   /** Whether min/max/nullCount statistics skip files (default true). */
   val DataSkipping = "skipping.enabled"
 
+  // --- planning (session keys; also accepted as read options without the prefix)
+  /**
+   * Where a batch scan's file list is pruned, skipped and split: `driver` (collected to the driver,
+   * as delta-spark does), `executors` (the list stays on the executors, written as manifest Parquet
+   * files under [[PlanningScratchDir]]; input partitions name a bin of a manifest, so the driver
+   * holds O(input partitions), not O(files)) or `auto` (default: `executors` when the table has at
+   * least [[PlanningExecutorsMinFiles]] files and no replayed state is at hand on the driver).
+   */
+  val PlanningMode = "planning.mode"
+
+  /** In `auto` planning, tables with at least this many files (estimated) plan on the executors. */
+  val PlanningExecutorsMinFiles = "planning.executorsMinFiles"
+
+  /**
+   * Directory for the manifests of executor-side planning; must be readable by every executor (the
+   * default file system's `/tmp/delta-replay` by default). Each scan writes its own subdirectory
+   * and deletes it when the scan is garbage-collected or the application ends.
+   */
+  val PlanningScratchDir = "planning.scratchDir"
+
   // --- routing (session key)
   /** Whether `format("delta")` reads are routed through this connector (default true). */
   val Enabled = "enabled"
@@ -76,6 +96,9 @@ object DeltaReplayOptions {
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes
   val MetadataAggregatesKey: String = SessionPrefix + MetadataAggregates
+  val PlanningModeKey: String = SessionPrefix + PlanningMode
+  val PlanningExecutorsMinFilesKey: String = SessionPrefix + PlanningExecutorsMinFiles
+  val PlanningScratchDirKey: String = SessionPrefix + PlanningScratchDir
 
   /** Defaults, by key without prefix. */
   val Defaults: Map[String, String] = Map(
@@ -88,6 +111,9 @@ object DeltaReplayOptions {
     StateCacheMaxBytes -> "0",
     StateMaxTailBytes -> (64L * 1024 * 1024).toString,
     MetadataAggregates -> "true",
+    PlanningMode -> "auto",
+    PlanningExecutorsMinFiles -> "1000000",
+    PlanningScratchDir -> "/tmp/delta-replay",
     Enabled -> "true"
   )
 
@@ -106,6 +132,9 @@ object DeltaReplayOptions {
     StateCacheMaxBytes,
     StateMaxTailBytes,
     MetadataAggregates,
+    PlanningMode,
+    PlanningExecutorsMinFiles,
+    PlanningScratchDir,
     "path",
     "paths"
   ).map(_.toLowerCase)

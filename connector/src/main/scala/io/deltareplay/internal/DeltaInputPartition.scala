@@ -25,14 +25,15 @@ private[deltareplay] object DeltaInputPartition {
     val out = mutable.ArrayBuffer.empty[DeltaInputPartition]
     val files = mutable.ArrayBuffer.empty[PartitionedFile]
     val dvs = mutable.ArrayBuffer.empty[DvDescriptor]
-    var size = 0L
+    val packer = new BinPacker(maxSplit, openCost)
+    var bin = 0
     def close(): Unit = if (files.nonEmpty) {
       out += DeltaInputPartition(out.size, files.toArray, dvs.toArray)
-      files.clear(); dvs.clear(); size = 0L
+      files.clear(); dvs.clear()
     }
     splits.foreach { case (f, dv) =>
-      if (size + f.length > maxSplit) close()
-      size += f.length + openCost
+      val next = packer.add(f.length)
+      if (next != bin) { close(); bin = next }
       files += f
       dvs += dv.orNull
     }

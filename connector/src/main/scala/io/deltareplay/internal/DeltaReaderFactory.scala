@@ -2,6 +2,8 @@ package io.deltareplay.internal
 
 import java.io.FileNotFoundException
 
+import scala.util.control.NonFatal
+
 import org.apache.hadoop.fs.Path
 import org.apache.parquet.hadoop.ParquetInputFormat
 import org.apache.spark.broadcast.Broadcast
@@ -42,16 +44,29 @@ private[deltareplay] case class DeltaReaderFactory(
     parquetOutput: StructType,
     columnar: Boolean,
     outputOrdinals: Array[Int] = null,
-    vectorizedRows: Boolean = false
+    vectorizedRows: Boolean = false,
+    manifests: ManifestReader = null
 ) extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = columnar
 
+  /** The file splits of a partition and each split's deletion vector (or null). */
+  private def splits(partition: InputPartition): (Array[PartitionedFile], Array[DvDescriptor]) =
+    partition match {
+      case p: DeltaInputPartition => (p.files, p.dvs)
+      case p: ManifestPartition =>
+        require(manifests != null, s"no manifest reader for $p")
+        try manifests.expand(p)
+        catch {
+          case NonFatal(e) => throw Errors.manifestUnreadable(table, version, p.manifest, e)
+        }
+    }
+
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
-    val p = partition.asInstanceOf[DeltaInputPartition]
+    val (files, dvs) = splits(partition)
     val project = outputProjection() // one per task, shared by its files (codegen is not free)
     new ChainedReader[InternalRow](
-      p.files.indices.iterator.map(i => rowReader(p.files(i), p.dvs(i), project))
+      files.indices.iterator.map(i => rowReader(files(i), dvs(i), project))
     )
   }
 
@@ -67,9 +82,9 @@ private[deltareplay] case class DeltaReaderFactory(
     }
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
-    val p = partition.asInstanceOf[DeltaInputPartition]
+    val (files, _) = splits(partition)
     new ChainedReader[ColumnarBatch](
-      p.files.iterator.map(f => guard(f)(parquet.buildColumnarReader(f)))
+      files.iterator.map(f => guard(f)(parquet.buildColumnarReader(f)))
     )
   }
 
@@ -141,7 +156,8 @@ private[deltareplay] object DeltaReaderFactory {
       readDataSchema: StructType,
       readPartitionSchema: StructType,
       parquetFilters: Array[Filter],
-      withRowIndex: Boolean
+      withRowIndex: Boolean,
+      withManifests: Boolean = false
   ): DeltaReaderFactory = {
     val meta = snapshot.meta
     val physicalData = meta.physicalSchema(readDataSchema)
@@ -155,26 +171,26 @@ private[deltareplay] object DeltaReaderFactory {
     }
     val sqlConf = spark.sessionState.conf.clone()
     if (meta.columnMappingName == "id") sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, true)
-    val hadoopConf = spark.sessionState.newHadoopConf()
-    hadoopConf.set(ParquetInputFormat.READ_SUPPORT_CLASS, classOf[ParquetReadSupport].getName)
-    hadoopConf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA, readData.json)
-    hadoopConf.set(ParquetWriteSupport.SPARK_ROW_SCHEMA, readData.json)
-    hadoopConf.set(SQLConf.SESSION_LOCAL_TIMEZONE.key, sqlConf.sessionLocalTimeZone)
-    ParquetConf.copyFlags(sqlConf, hadoopConf)
-    ParquetWriteSupport.setSchema(readData, hadoopConf)
-    val broadcastConf = spark.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
-    val parquet = ParquetPartitionReaderFactory(
-      sqlConf,
-      broadcastConf,
-      fullData,
-      readData,
-      readPartitionSchema,
-      parquetFilters,
-      None,
-      new ParquetOptions(Map.empty[String, String], sqlConf)
-    )
+    val (parquet, broadcastConf) =
+      parquetReader(spark, sqlConf, fullData, readData, readPartitionSchema, parquetFilters)
     val vectorized = parquet.supportColumnarReads(null)
     val columnar = !withRowIndex && vectorized
+    val manifests =
+      if (!withManifests) null
+      else {
+        val manifestConf = spark.sessionState.conf.clone()
+        manifestConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, false)
+        val schema = ExecutorPlanning.ManifestSchema
+        val (_, manifestHadoopConf) =
+          parquetReader(spark, manifestConf, schema, schema, new StructType(), Array.empty)
+        ManifestReader(
+          manifestConf.getAllConfs,
+          manifestHadoopConf,
+          readPartitionSchema,
+          readPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
+          sqlConf.sessionLocalTimeZone
+        )
+      }
     DeltaReaderFactory(
       parquet = parquet,
       table = snapshot.table,
@@ -184,8 +200,39 @@ private[deltareplay] object DeltaReaderFactory {
       rowIndexOrdinal = if (withRowIndex) readData.length - 1 else -1,
       parquetOutput = StructType(readData ++ readPartitionSchema),
       columnar = columnar,
-      vectorizedRows = withRowIndex && vectorized
+      vectorizedRows = withRowIndex && vectorized,
+      manifests = manifests
     )
+  }
+
+  /** Spark's Parquet partition reader for `readData` of files laid out as `fullData`. */
+  private def parquetReader(
+      spark: SparkSession,
+      sqlConf: SQLConf,
+      fullData: StructType,
+      readData: StructType,
+      partitionSchema: StructType,
+      filters: Array[Filter]
+  ): (ParquetPartitionReaderFactory, Broadcast[SerializableConfiguration]) = {
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    hadoopConf.set(ParquetInputFormat.READ_SUPPORT_CLASS, classOf[ParquetReadSupport].getName)
+    hadoopConf.set(ParquetReadSupport.SPARK_ROW_REQUESTED_SCHEMA, readData.json)
+    hadoopConf.set(ParquetWriteSupport.SPARK_ROW_SCHEMA, readData.json)
+    hadoopConf.set(SQLConf.SESSION_LOCAL_TIMEZONE.key, sqlConf.sessionLocalTimeZone)
+    ParquetConf.copyFlags(sqlConf, hadoopConf)
+    ParquetWriteSupport.setSchema(readData, hadoopConf)
+    val broadcastConf = spark.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
+    val factory = ParquetPartitionReaderFactory(
+      sqlConf,
+      broadcastConf,
+      fullData,
+      readData,
+      partitionSchema,
+      filters,
+      None,
+      new ParquetOptions(Map.empty[String, String], sqlConf)
+    )
+    (factory, broadcastConf)
   }
 
 }

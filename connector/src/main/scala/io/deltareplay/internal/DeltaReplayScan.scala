@@ -31,7 +31,8 @@ private[deltareplay] case class ScanMetrics(
     replayMillis: Long,
     planMillis: Long,
     snapshotMillis: Long,
-    replayTasks: Int
+    replayTasks: Int,
+    planning: String = "driver"
 ) {
   def toJson: String = {
     import ScanMetrics.quote
@@ -39,7 +40,8 @@ private[deltareplay] case class ScanMetrics(
       s""""logSegment":${quote(logSegment)},"actionsReplayed":$actionsReplayed,""" +
       s""""liveFiles":$liveFiles,"filesAfterPartitionPruning":$filesAfterPartitionPruning,""" +
       s""""filesAfterSkipping":$filesAfterSkipping,"replayMillis":$replayMillis,""" +
-      s""""planMillis":$planMillis,"snapshotMillis":$snapshotMillis,"replayTasks":$replayTasks}"""
+      s""""planMillis":$planMillis,"snapshotMillis":$snapshotMillis,"replayTasks":$replayTasks,""" +
+      s""""planning":${quote(planning)}}"""
   }
 }
 
@@ -77,10 +79,23 @@ private[deltareplay] class DeltaReplayScan(
 
   private def needStats: Boolean = conf.dataSkipping && dataFilters.nonEmpty
 
+  /**
+   * Whether the file list stays on the executors ([[ExecutorPlanning]]); decided once. Then
+   * [[replay]] is never run on the driver.
+   */
+  lazy val plansOnExecutors: Boolean =
+    ExecutorPlanning.chosen(spark, snapshot, conf, needStats, replayedBefore.isDefined)
+
   /** The replay: one the builder already ran (it has statistics), or one run now. */
-  lazy val replay: ReplayResult = replayedBefore.getOrElse(
-    Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats)
-  )
+  lazy val replay: ReplayResult = {
+    require(!plansOnExecutors, "a scan planned on the executors has no driver-side replay")
+    replayedBefore.getOrElse(
+      Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats)
+    )
+  }
+
+  /** What the replay of executor-side planning did (set with each plan). */
+  @volatile private var executorReplay: Option[ExecutorReplay] = None
 
   /** Partition filters Spark found at run time (dynamic partition pruning). */
   @volatile private var runtimeFilters: Seq[Expression] = Nil
@@ -90,15 +105,30 @@ private[deltareplay] class DeltaReplayScan(
     plannedCache match {
       case Some((filters, plan)) if filters == runtimeFilters => plan
       case _ =>
-        val plan = ScanPlanner.plan(
-          spark,
-          snapshot,
-          replay.files,
-          readPartitionSchema,
-          partitionFilters ++ runtimeFilters,
-          dataFilters,
-          conf.dataSkipping
-        )
+        val plan =
+          if (plansOnExecutors) {
+            val (plan, replayed) = ExecutorPlanning.plan(
+              spark,
+              snapshot,
+              conf,
+              partitionFilters ++ runtimeFilters,
+              dataFilters,
+              conf.dataSkipping,
+              owner = this
+            )
+            executorReplay = Some(replayed)
+            plan
+          } else {
+            ScanPlanner.plan(
+              spark,
+              snapshot,
+              replay.files,
+              readPartitionSchema,
+              partitionFilters ++ runtimeFilters,
+              dataFilters,
+              conf.dataSkipping
+            )
+          }
         plannedCache = Some(runtimeFilters -> plan)
         plan
     }
@@ -124,20 +154,36 @@ private[deltareplay] class DeltaReplayScan(
     if (converted.nonEmpty) runtimeFilters = runtimeFilters ++ converted
   }
 
-  def metrics: ScanMetrics = ScanMetrics(
-    table = snapshot.table,
-    version = snapshot.version,
-    replayMode = replay.mode,
-    logSegment = snapshot.segment.describe,
-    actionsReplayed = replay.actionsReplayed,
-    liveFiles = replay.files.length,
-    filesAfterPartitionPruning = planned.filesAfterPruning,
-    filesAfterSkipping = planned.filesAfterSkipping,
-    replayMillis = replay.millis,
-    planMillis = planned.planMillis,
-    snapshotMillis = snapshot.loadMillis,
-    replayTasks = replay.replayTasks
-  )
+  def metrics: ScanMetrics = {
+    val p = planned
+    val (mode, actions, live, replayMillis, tasks) = executorReplay match {
+      case Some(r) if plansOnExecutors =>
+        (s"${r.mode}, on the executors", r.actionsReplayed, r.liveFiles, r.millis, r.tasks)
+      case _ =>
+        (
+          replay.mode,
+          replay.actionsReplayed,
+          replay.files.length.toLong,
+          replay.millis,
+          replay.replayTasks
+        )
+    }
+    ScanMetrics(
+      table = snapshot.table,
+      version = snapshot.version,
+      replayMode = mode,
+      logSegment = snapshot.segment.describe,
+      actionsReplayed = actions,
+      liveFiles = live,
+      filesAfterPartitionPruning = p.filesAfterPruning,
+      filesAfterSkipping = p.filesAfterSkipping,
+      replayMillis = replayMillis,
+      planMillis = p.planMillis,
+      snapshotMillis = snapshot.loadMillis,
+      replayTasks = tasks,
+      planning = p.planning
+    )
+  }
 
   override def readSchema(): StructType = StructType(readDataSchema ++ readPartitionSchema)
 
@@ -153,7 +199,8 @@ private[deltareplay] class DeltaReplayScan(
       s"${m.liveFiles} live files in ${m.replayMillis} ms" +
       (if (m.replayTasks > 0) s" (${m.replayTasks} tasks)" else "") +
       s"; ${m.filesAfterPartitionPruning} after partition pruning, " +
-      s"${m.filesAfterSkipping} after skipping; planned in ${m.planMillis} ms] $filters"
+      s"${m.filesAfterSkipping} after skipping; planned on the ${m.planning} in " +
+      s"${m.planMillis} ms] $filters"
   }
 
   override def toBatch: Batch = this
@@ -169,8 +216,7 @@ private[deltareplay] class DeltaReplayScan(
 
   private def StreamingStorageLevel = "streaming.snapshotStorageLevel"
 
-  override def planInputPartitions(): Array[InputPartition] =
-    planned.partitions.map(p => p: InputPartition)
+  override def planInputPartitions(): Array[InputPartition] = planned.partitions
 
   override def createReaderFactory(): PartitionReaderFactory =
     DeltaReaderFactory.create(
@@ -179,7 +225,8 @@ private[deltareplay] class DeltaReplayScan(
       readDataSchema,
       readPartitionSchema,
       parquetFilters,
-      planned.hasDeletionVectors
+      planned.hasDeletionVectors,
+      withManifests = plansOnExecutors
     )
 
   override def estimateStatistics(): Statistics = {

@@ -34,27 +34,19 @@ private[deltareplay] class DistributedReplay(
 
   /** (live files, mode label, actions replayed, tasks run). */
   def run(): (Array[LiveFile], String, Long, Int) = {
-    val group = Replay.newJobGroup()
-    val sc = spark.sparkContext
-    val priorGroup = sc.getLocalProperty("spark.jobGroup.id")
-    val priorDescription = sc.getLocalProperty("spark.job.description")
-    sc.setJobGroup(group, s"delta-replay: replay ${segment.table} v${segment.version}")
-    try {
-      val (files, actions, mode) = if (useFastPath) fastPath() else windowPath()
-      val tasks = sc.statusTracker
-        .getJobIdsForGroup(group)
-        .toSeq
-        .flatMap { job =>
-          sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
-        }
-        .flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks()))
-        .sum
-      (files, mode, actions, tasks)
-    } finally {
-      sc.setLocalProperty("spark.jobGroup.id", priorGroup)
-      sc.setLocalProperty("spark.job.description", priorDescription)
-    }
+    val ((files, actions, mode), tasks) =
+      DistributedReplay.inJobGroup(
+        spark,
+        s"delta-replay: replay ${segment.table} v${segment.version}"
+      ) {
+        if (useFastPath) fastPath() else windowPath()
+      }
+    (files, mode, actions, tasks)
   }
+
+  /** The label of the path [[run]] or [[liveFrame]] takes. */
+  def modeLabel: String =
+    if (useFastPath) "distributed (map-side filter)" else "distributed (keyed window)"
 
   private def useFastPath: Boolean =
     segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
@@ -99,21 +91,25 @@ private[deltareplay] class DistributedReplay(
   private def fastPath(): (Array[LiveFile], Long, String) = {
     val (survivors, tail) = fastPathParts()
     val (collected, scanned) = collect(survivors)
-    (collected ++ tailLive(tail), scanned + tail.count, "distributed (map-side filter)")
+    (collected ++ tailLive(tail), scanned + tail.count, modeLabel)
   }
 
   private def windowPath(): (Array[LiveFile], Long, String) = {
     val (files, scanned) = collect(windowLive())
-    (files, scanned, "distributed (keyed window)")
+    (files, scanned, modeLabel)
   }
 
   /**
    * The live files as a DataFrame that stays on the executors (columns path, partitionValues, size,
-   * modificationTime, dv; no stats), for the streaming source's initial snapshot.
+   * modificationTime, dv, and stats when `withStats`; paths as the log stores them), with the
+   * number of commit actions reconciled on the driver to build it (the fast path's tail; 0 on the
+   * window path). Rows its log scans read show in [[scannedRows]] of its plan once it has run.
    */
-  def liveFrame(): DataFrame = {
-    val columns = Seq("path", "partitionValues", "size", "modificationTime", "dv").map(col)
-    if (!useFastPath) windowLive().select(columns: _*)
+  def liveFrame(withStats: Boolean = false): (DataFrame, Long) = {
+    val names = Seq("path", "partitionValues", "size", "modificationTime", "dv") ++
+      (if (withStats) Seq("stats") else Nil)
+    val columns = names.map(col)
+    if (!useFastPath) (windowLive().select(columns: _*), 0L)
     else {
       val (survivors, tail) = fastPathParts()
       val tailRows = tailLive(tail).map { f =>
@@ -128,16 +124,21 @@ private[deltareplay] class DistributedReplay(
             )
           )
           .orNull
-        Row(f.path, f.partitionValues, f.size, f.modificationTime, dv)
+        val values = Seq(f.path, f.partitionValues, f.size, f.modificationTime, dv) ++
+          (if (withStats) Seq(f.stats) else Nil)
+        Row.fromSeq(values)
       }
-      val schema = new StructType()
-        .add("path", "string")
-        .add("partitionValues", "map<string,string>")
-        .add("size", "long")
-        .add("modificationTime", "long")
-        .add("dv", FileActions.DvType)
+      val schema = {
+        val base = new StructType()
+          .add("path", "string")
+          .add("partitionValues", "map<string,string>")
+          .add("size", "long")
+          .add("modificationTime", "long")
+          .add("dv", FileActions.DvType)
+        if (withStats) base.add("stats", "string") else base
+      }
       val tailFrame = spark.createDataFrame(java.util.Arrays.asList(tailRows: _*), schema)
-      survivors.select(columns: _*).unionByName(tailFrame)
+      (survivors.select(columns: _*).unionByName(tailFrame), tail.count)
     }
   }
 
@@ -234,20 +235,10 @@ private[deltareplay] class DistributedReplay(
   private def collect(live: DataFrame): (Array[LiveFile], Long) = {
     val projected = live.select(outputColumns.drop(2).map(col): _*)
     val qe = projected.queryExecution
-    val rows =
-      try qe.executedPlan.executeCollect()
-      catch {
-        case e: org.apache.spark.SparkException =>
-          val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
-          throw Errors.corruptLogFile(
-            segment.table,
-            s"the log ($range up to ${segment.version})",
-            Option(e.getCause).getOrElse(e)
-          )
-      }
+    val rows = DistributedReplay.logErrors(segment)(qe.executedPlan.executeCollect())
     val interner = new Replay.Interner
     val files = rows.map(r => toLiveFile(r, interner))
-    (files, scannedRows(qe.executedPlan))
+    (files, DistributedReplay.scannedRows(qe.executedPlan))
   }
 
   private def toLiveFile(r: InternalRow, interner: Replay.Interner): LiveFile =
@@ -261,8 +252,49 @@ private[deltareplay] class DistributedReplay(
       dv = CheckpointSchema.dv(r, 5)
     )
 
+}
+
+private[deltareplay] object DistributedReplay {
+
+  /** Runs `body` in a fresh delta-replay job group; returns its result and the tasks it ran. */
+  def inJobGroup[T](spark: SparkSession, description: String)(body: => T): (T, Int) = {
+    val group = Replay.newJobGroup()
+    val sc = spark.sparkContext
+    val priorGroup = sc.getLocalProperty("spark.jobGroup.id")
+    val priorDescription = sc.getLocalProperty("spark.job.description")
+    sc.setJobGroup(group, description)
+    try {
+      val result = body
+      val tasks = sc.statusTracker
+        .getJobIdsForGroup(group)
+        .toSeq
+        .flatMap { job =>
+          sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
+        }
+        .flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks()))
+        .sum
+      (result, tasks)
+    } finally {
+      sc.setLocalProperty("spark.jobGroup.id", priorGroup)
+      sc.setLocalProperty("spark.job.description", priorDescription)
+    }
+  }
+
+  /** Runs a job over the log of `segment`, turning a failure into an error that names the log. */
+  def logErrors[T](segment: LogSegment)(job: => T): T =
+    try job
+    catch {
+      case e: org.apache.spark.SparkException =>
+        val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
+        throw Errors.corruptLogFile(
+          segment.table,
+          s"the log ($range up to ${segment.version})",
+          Option(e.getCause).getOrElse(e)
+        )
+    }
+
   /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
-  private def scannedRows(plan: SparkPlan): Long = {
+  def scannedRows(plan: SparkPlan): Long = {
     def scans(p: SparkPlan): Seq[FileSourceScanExec] = p match {
       case a: AdaptiveSparkPlanExec => scans(a.executedPlan)
       case q: QueryStageExec => scans(q.plan)

@@ -91,6 +91,21 @@ private[deltareplay] object Errors {
         "by VACUUM; read a newer version, or restore the file."
     )
 
+  def manifestUnreadable(
+      table: String,
+      version: Long,
+      manifest: String,
+      cause: Throwable
+  ): DeltaReplayException =
+    fail(
+      s"The planning manifest $manifest of a scan of $table (version $version) cannot be read " +
+        s"(${Option(cause).map(_.getMessage).orNull}). Executor-side planning keeps the file list " +
+        "in spark.deltareplay.planning.scratchDir while the query's plan lives: keep that " +
+        "directory readable by every executor and do not clean it during queries, or plan on " +
+        "the driver (spark.deltareplay.planning.mode=driver).",
+      cause
+    )
+
   def badOffset(table: String, json: String, detail: String): DeltaReplayException =
     fail(
       s"The streaming checkpoint's offset for $table cannot be used ($detail): $json. Start the " +

@@ -261,6 +261,26 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
     }
   }
 
+  /**
+   * About how many data files the segment's version has, without replaying: the rows of the
+   * checkpoint's Parquet files and sidecars (from their footers; each row holds one action) plus
+   * one per 512 bytes of JSON checkpoint and commits. Coarse; it only picks a planning mode.
+   */
+  def estimatedFiles(): Long = {
+    val files = segment.checkpoint ++ (if (segment.checkpointVersion.isDefined) sidecars() else Nil)
+    val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
+    val fromParquet = parquet.map { file =>
+      try {
+        val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, hadoopConf))
+        try reader.getRecordCount
+        finally reader.close()
+      } catch {
+        case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
+      }
+    }.sum
+    fromParquet + (json.map(_.getLen).sum + segment.commitBytes) / 512
+  }
+
   // ---------------------------------------------------------------- Parquet on the driver
 
   def footerSchema(file: FileStatus): StructType =

@@ -20,6 +20,21 @@ private[deltareplay] object ReplayMode {
   }
 }
 
+/** Where a batch scan's file list is pruned, skipped and split (see `planning.mode`). */
+private[deltareplay] sealed trait PlanningMode { def name: String }
+private[deltareplay] object PlanningMode {
+  case object Auto extends PlanningMode { val name = "auto" }
+  case object Driver extends PlanningMode { val name = "driver" }
+  case object Executors extends PlanningMode { val name = "executors" }
+
+  def parse(value: String): PlanningMode = value.trim.toLowerCase(Locale.ROOT) match {
+    case "auto" => Auto
+    case "driver" => Driver
+    case "executors" => Executors
+    case other => throw Errors.badOption(O.PlanningModeKey, other, "auto, driver or executors")
+  }
+}
+
 /**
  * The read configuration, resolved once on the driver: read option > session conf > default. Passed
  * on as plain values.
@@ -33,7 +48,10 @@ private[deltareplay] case class ReadConf(
     stateCache: Boolean,
     stateCacheBudgetBytes: Long,
     stateMaxTailBytes: Long,
-    metadataAggregates: Boolean
+    metadataAggregates: Boolean,
+    planningMode: PlanningMode,
+    executorsMinFiles: Long,
+    scratchDir: String
 )
 
 private[deltareplay] object ReadConf {
@@ -68,7 +86,10 @@ private[deltareplay] object ReadConf {
         case n => n
       },
       stateMaxTailBytes = long(O.StateMaxTailBytes),
-      metadataAggregates = bool(O.MetadataAggregates)
+      metadataAggregates = bool(O.MetadataAggregates),
+      planningMode = PlanningMode.parse(get(O.PlanningMode)),
+      executorsMinFiles = long(O.PlanningExecutorsMinFiles),
+      scratchDir = get(O.PlanningScratchDir).trim
     )
   }
 

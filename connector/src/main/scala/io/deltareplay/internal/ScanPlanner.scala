@@ -2,19 +2,21 @@ package io.deltareplay.internal
 
 import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, Expression, Predicate}
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.sql.types.StructType
 
 /** The files left after pruning and skipping, split for reading. */
 private[deltareplay] case class PlannedScan(
-    partitions: Array[DeltaInputPartition],
+    partitions: Array[InputPartition],
     filesAfterPruning: Long,
     filesAfterSkipping: Long,
     bytesAfterSkipping: Long,
     rowsAfterSkipping: Option[Long],
     hasDeletionVectors: Boolean,
-    planMillis: Long
+    planMillis: Long,
+    planning: String = "driver"
 )
 
 /**
@@ -76,23 +78,9 @@ private[deltareplay] object ScanPlanner {
   ): Array[LiveFile] =
     if (partitionFilters.isEmpty) files
     else {
-      val meta = snapshot.meta
-      val fullPartitionSchema = StructType(
-        snapshot.schema.filter(f => meta.partitionColumns.contains(f.name))
-      )
-      val attrs =
-        fullPartitionSchema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
-      val bound = partitionFilters.reduce(And).transform { case a: AttributeReference =>
-        attrs.find(_.name.equalsIgnoreCase(a.name)).getOrElse(a)
-      }
-      val predicate = Predicate.create(bound, attrs)
-      predicate.initialize(0)
-      val values = new PartitionValues(
-        fullPartitionSchema,
-        fullPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
-        spark.sessionState.conf.sessionLocalTimeZone
-      )
-      files.filter(f => predicate.eval(values.row(f.partitionValues)))
+      val filter =
+        PartitionFilter(snapshot, partitionFilters, spark.sessionState.conf.sessionLocalTimeZone)
+      files.filter(f => filter.matches(f.partitionValues))
     }
 
   def plan(
@@ -105,8 +93,6 @@ private[deltareplay] object ScanPlanner {
       skipping: Boolean
   ): PlannedScan = {
     val started = System.nanoTime()
-    val meta = snapshot.meta
-    val tz = spark.sessionState.conf.sessionLocalTimeZone
 
     // Step 1: partition pruning.
     val pruned = prunePartitions(spark, snapshot, files, partitionFilters)
@@ -115,8 +101,7 @@ private[deltareplay] object ScanPlanner {
     val skipped =
       if (!skipping || dataFilters.isEmpty) pruned
       else {
-        val types = snapshot.schema.fields.map(f => f.name -> f.dataType).toMap
-        val stats = new StatsSkipping(dataFilters, types, meta.physicalName, tz)
+        val stats = SkippingSpec(snapshot, dataFilters, spark.sessionState.conf).build()
         pruned.filter(f => stats.mightMatch(f.stats))
       }
 
@@ -126,7 +111,7 @@ private[deltareplay] object ScanPlanner {
       .map(f => StatsRows.numRecords(f.stats).map(_ - f.dv.map(_.cardinality).getOrElse(0L)))
       .foldLeft(Option(0L)) { case (acc, r) => for (a <- acc; b <- r) yield a + b }
     PlannedScan(
-      partitions = partitions,
+      partitions = partitions.map(p => p: InputPartition),
       filesAfterPruning = pruned.length,
       filesAfterSkipping = skipped.length,
       bytesAfterSkipping = skipped.iterator.map(_.size).sum,

@@ -40,7 +40,7 @@ private[deltareplay] object SnapshotIndex {
       val (files, _) = LocalReplay.run(new LogReader(spark, segment), segment, needStats = false)
       new LocalSnapshotIndex(files.sorted(FileOrder))
     } else {
-      val live = new DistributedReplay(spark, segment, conf, needStats = false).liveFrame()
+      val live = new DistributedReplay(spark, segment, conf, needStats = false).liveFrame()._1
       new DistributedSnapshotIndex(spark, live, conf, storageLevel)
     }
 

@@ -16,11 +16,27 @@ import org.scalatest.Suite
  */
 trait DeltaOracle extends SharedSparkSession { self: Suite =>
 
-  /** Replay modes every oracle case runs in. */
-  val replayModes: Seq[String] = Seq("local", "distributed")
+  /**
+   * Modes every oracle case runs in: replay on the driver or as a Spark job, both planned on the
+   * driver, and `executors`: distributed replay with the file list kept on the executors.
+   */
+  val replayModes: Seq[String] = Seq("local", "distributed", "executors")
 
-  def withReplayMode[T](mode: String)(body: => T): T =
-    withConf("spark.deltareplay.replay.mode" -> mode)(body)
+  /** The modes whose replay brings a file list to the driver (live-file sets compare there). */
+  val driverReplayModes: Seq[String] = Seq("local", "distributed")
+
+  def withReplayMode[T](mode: String)(body: => T): T = mode match {
+    case "executors" =>
+      withConf(
+        "spark.deltareplay.replay.mode" -> "distributed",
+        "spark.deltareplay.planning.mode" -> "executors"
+      )(body)
+    case other =>
+      withConf(
+        "spark.deltareplay.replay.mode" -> other,
+        "spark.deltareplay.planning.mode" -> "driver"
+      )(body)
+  }
 
   def withConf[T](pairs: (String, String)*)(body: => T): T = {
     val prior = pairs.map { case (k, _) => k -> spark.conf.getOption(k) }
@@ -105,6 +121,10 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
         val m = scans.head.metrics
         if (mode == "distributed") assert(m.replayTasks > 0, s"[$mode] no replay task ran: $m")
         if (mode == "local") assert(m.replayMode === "local")
+        if (mode == "executors") {
+          assert(m.planning.startsWith("executors"), s"[$mode] planned on the ${m.planning}")
+          assert(m.replayTasks > 0, s"[$mode] no replay task ran: $m")
+        } else assert(m.planning === "driver", s"[$mode] planned on the ${m.planning}")
         mode -> m
       }
     }.toMap
@@ -138,7 +158,7 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
 
   def assertLiveFilesMatch(path: String, version: Long)(implicit pos: Position): Unit = {
     val expected = v1LiveFiles(path, version)
-    replayModes.foreach { mode =>
+    driverReplayModes.foreach { mode =>
       assert(
         ourLiveFiles(path, version, mode) === expected,
         s"[$mode] live files differ at v$version"

@@ -1,0 +1,506 @@
+package io.deltareplay.internal
+
+import java.util.UUID
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.paths.SparkPath
+import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.connector.read.InputPartition
+import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.sql.execution.datasources.parquet.ParquetOptions
+import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.util.SerializableConfiguration
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.sources
+import org.apache.spark.sql.types._
+import org.apache.spark.util.LongAccumulator
+
+/**
+ * One input partition of executor-side planning: bin `bin` of one manifest file. The driver holds
+ * one of these per input partition and no file list; the reader expands it into file splits.
+ */
+private[deltareplay] case class ManifestPartition(
+    index: Int,
+    manifest: String,
+    manifestSize: Long,
+    bin: Int,
+    files: Long,
+    bytes: Long
+) extends InputPartition {
+  override def preferredLocations(): Array[String] = Array.empty
+}
+
+/** What the replay part of executor-side planning did (the file list never reaches the driver). */
+private[deltareplay] case class ExecutorReplay(
+    mode: String,
+    actionsReplayed: Long,
+    liveFiles: Long,
+    millis: Long,
+    tasks: Int,
+    manifests: Int,
+    directory: String
+)
+
+/**
+ * Planning that keeps the file list on the executors, for tables whose file list is too big for the
+ * driver (`planning.mode = executors`, or `auto` above `planning.executorsMinFiles`).
+ *
+ * Job 1 replays the log as a DataFrame ([[DistributedReplay.liveFrame]]); in the same tasks each
+ * live file is pruned by the partition filters, skipped by its statistics, cut into splits of at
+ * most `maxPartitionBytes`, and the splits are packed into bins (a new bin when the next split
+ * would overflow it, each split costing its length plus `openCostInBytes`, as Spark packs file
+ * splits). The splits are written as manifest Parquet files, one per task, in bin order. Job 2
+ * reads only the bin, length, rows and DV columns of the manifests back and sums them per
+ * (manifest, bin): that is all the driver receives, one row per input partition. A reader task
+ * reads the rows of its bin (the bin filter is pushed into the Parquet reader; manifests have small
+ * pages) and then reads those files as a driver-planned partition would.
+ *
+ * Manifests live in a fresh directory under `planning.scratchDir`, deleted when the scan object is
+ * garbage-collected (a physical plan may run more than once, so not at query end) or at JVM exit.
+ */
+private[deltareplay] object ExecutorPlanning {
+
+  /** One row per file split. `rows` (numRecords - DV cardinality) is on a file's first split. */
+  val ManifestSchema: StructType = new StructType()
+    .add("bin", IntegerType, nullable = false)
+    .add("path", StringType, nullable = false)
+    .add("partitionValues", MapType(StringType, StringType))
+    .add("start", LongType, nullable = false)
+    .add("length", LongType, nullable = false)
+    .add("fileSize", LongType, nullable = false)
+    .add("modificationTime", LongType, nullable = false)
+    .add("dv", FileActions.DvType)
+    .add("rows", LongType)
+    .add("first", BooleanType, nullable = false)
+
+  /** Manifest Parquet layout: small pages, so that one bin's read decodes little else. */
+  private val WriteOptions = Map(
+    "compression" -> "snappy",
+    "parquet.page.row.count.limit" -> "1000",
+    "parquet.block.size" -> (8L * 1024 * 1024).toString
+  )
+
+  /**
+   * Whether a scan of `snapshot` plans on the executors. `auto` does when no replayed file list is
+   * at hand on the driver (from the aggregate pushdown or the replay state cache) and the table has
+   * about `executorsMinFiles` files or more.
+   */
+  def chosen(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      conf: ReadConf,
+      needStats: Boolean,
+      replayedOnDriver: Boolean
+  ): Boolean = conf.planningMode match {
+    case PlanningMode.Driver => false
+    case PlanningMode.Executors => true
+    case PlanningMode.Auto =>
+      val segment = snapshot.segment
+      def cached = conf.stateCache && conf.replayMode == ReplayMode.Auto &&
+        ReplayState
+          .lookup(
+            spark,
+            Replay.tableUri(segment),
+            snapshot.meta.tableId,
+            segment.version,
+            needStats
+          )
+          .isDefined
+      !replayedOnDriver && conf.replayMode != ReplayMode.Local && !cached &&
+      new LogReader(spark, segment).estimatedFiles() >= conf.executorsMinFiles
+  }
+
+  def plan(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      conf: ReadConf,
+      partitionFilters: Seq[Expression],
+      dataFilters: Seq[Expression],
+      skipping: Boolean,
+      owner: AnyRef
+  ): (PlannedScan, ExecutorReplay) = {
+    val started = System.nanoTime()
+    def millisSince(t: Long) = (System.nanoTime() - t) / 1000000
+    val segment = snapshot.segment
+    val meta = snapshot.meta
+    val sqlConf = spark.sessionState.conf
+    val needStats = skipping && dataFilters.nonEmpty
+    val dir = Scratch.newDir(spark, conf.scratchDir, owner)
+    val sc = spark.sparkContext
+    val live = sc.longAccumulator("delta-replay live files")
+    val pruned = sc.longAccumulator("delta-replay files after partition pruning")
+    val binner = new Binner(
+      tableUri = Replay.tableUri(segment),
+      partitions = PartitionFilter(snapshot, partitionFilters, sqlConf.sessionLocalTimeZone),
+      skipping = if (needStats) Some(SkippingSpec(snapshot, dataFilters, sqlConf)) else None,
+      maxSplit = sqlConf.filesMaxPartitionBytes,
+      openCost = sqlConf.filesOpenCostInBytes,
+      liveCount = live,
+      prunedCount = pruned
+    )
+    val replay = new DistributedReplay(spark, segment, conf, needStats)
+    val description = s"delta-replay: plan ${segment.table} v${segment.version} on the executors"
+    val ((actions, replayMillis, summary), tasks) =
+      DistributedReplay.inJobGroup(spark, description) {
+        val (frame, tailActions) = replay.liveFrame(withStats = needStats)
+        val qe = frame.queryExecution
+        val splits = qe.toRdd.mapPartitions(binner.apply)
+        DistributedReplay.logErrors(segment) {
+          spark
+            .createDataFrame(splits, ManifestSchema)
+            .write
+            .options(WriteOptions)
+            .parquet(dir.toString)
+        }
+        val actions = DistributedReplay.scannedRows(qe.executedPlan) + tailActions
+        val written = millisSince(started)
+        (actions, written, summarize(spark, dir))
+      }
+    val partitions = summary.zipWithIndex.map { case (b, i) => b.copy(index = i) }
+    val rows = if (summary.exists(_.rowsUnknown)) None else Some(summary.map(_.rows).sum)
+    val planned = PlannedScan(
+      partitions = partitions.map(p => p.toPartition: InputPartition),
+      filesAfterPruning = pruned.sum,
+      filesAfterSkipping = summary.map(_.files).sum,
+      bytesAfterSkipping = summary.map(_.bytes).sum,
+      rowsAfterSkipping = rows,
+      hasDeletionVectors = summary.exists(_.hasDv),
+      planMillis = millisSince(started) - replayMillis,
+      planning = s"executors (${summary.map(_.manifest).distinct.length} manifests, " +
+        s"${partitions.length} bins)"
+    )
+    val manifests = summary.map(_.manifest).distinct.length
+    (
+      planned,
+      ExecutorReplay(
+        mode = replay.modeLabel,
+        actionsReplayed = actions,
+        liveFiles = live.sum,
+        millis = replayMillis,
+        tasks = tasks,
+        manifests = manifests,
+        directory = dir.toString
+      )
+    )
+  }
+
+  /** One (manifest, bin) as the summary job returns it. */
+  private case class BinSummary(
+      manifest: String,
+      manifestSize: Long,
+      bin: Int,
+      files: Long,
+      bytes: Long,
+      rows: Long,
+      rowsUnknown: Boolean,
+      hasDv: Boolean,
+      index: Int = 0
+  ) {
+    def toPartition: ManifestPartition =
+      ManifestPartition(index, manifest, manifestSize, bin, files, bytes)
+  }
+
+  /** Job 2: per (manifest, bin), what the driver needs (O(bins) rows). */
+  private def summarize(spark: SparkSession, dir: Path): Array[BinSummary] = {
+    val manifests = spark.read.schema(ManifestSchema).parquet(dir.toString)
+    manifests
+      .groupBy(col("_metadata.file_path"), col("_metadata.file_size"), col("bin"))
+      .agg(
+        count(when(col("first"), 1)),
+        sum(col("length")),
+        coalesce(sum(col("rows")), lit(0L)),
+        max(col("first") && col("rows").isNull),
+        max(col("dv").isNotNull)
+      )
+      .collect()
+      .map { r =>
+        BinSummary(
+          manifest = r.getString(0),
+          manifestSize = r.getLong(1),
+          bin = r.getInt(2),
+          files = r.getLong(3),
+          bytes = r.getLong(4),
+          rows = r.getLong(5),
+          rowsUnknown = r.getBoolean(6),
+          hasDv = r.getBoolean(7)
+        )
+      }
+      .sortBy(b => (-b.bytes, b.manifest, b.bin))
+  }
+}
+
+/**
+ * Runs in the tasks of executor-side planning: prunes, skips, splits and bins the live files of one
+ * replay partition, streaming (O(1) memory: bins are filled in arrival order, no sort).
+ */
+private final class Binner(
+    tableUri: String,
+    partitions: PartitionFilter,
+    skipping: Option[SkippingSpec],
+    maxSplit: Long,
+    openCost: Long,
+    liveCount: LongAccumulator,
+    prunedCount: LongAccumulator
+) extends Serializable {
+
+  /** Rows of [[DistributedReplay.liveFrame]] in, manifest rows out. */
+  def apply(rows: Iterator[InternalRow]): Iterator[Row] = {
+    val stats = skipping.map(_.build())
+    val interner = new Replay.Interner
+    val packer = new BinPacker(maxSplit, openCost)
+    rows.flatMap { r =>
+      liveCount.add(1)
+      val values =
+        if (r.isNullAt(1)) Map.empty[String, String]
+        else {
+          interner(CheckpointSchema.toMap(r.getMap(1)))
+        }
+      if (!partitions.matches(values)) Iterator.empty
+      else {
+        prunedCount.add(1)
+        val statsJson = if (stats.isEmpty || r.isNullAt(5)) null else r.getUTF8String(5).toString
+        if (!stats.forall(_.mightMatch(statsJson))) Iterator.empty
+        else {
+          val path = Replay.canonicalPath(tableUri, r.getUTF8String(0).toString)
+          val size = if (r.isNullAt(2)) 0L else r.getLong(2)
+          val modified = if (r.isNullAt(3)) 0L else r.getLong(3)
+          val dv = CheckpointSchema.dv(r, 4)
+          val dvRow = dv
+            .map(d =>
+              Row(
+                d.storageType,
+                d.pathOrInlineDv,
+                d.offset.map(Int.box).orNull,
+                d.sizeInBytes,
+                d.cardinality
+              )
+            )
+            .orNull
+          val fileRows = StatsRows
+            .numRecords(statsJson)
+            .map(n => Long.box(n - dv.map(_.cardinality).getOrElse(0L)))
+            .orNull
+          (0L until math.max(size, 1L) by maxSplit).iterator.map { start =>
+            val length = math.min(maxSplit, size - start)
+            val bin = packer.add(length)
+            Row(
+              bin,
+              path,
+              values,
+              start,
+              length,
+              size,
+              modified,
+              dvRow,
+              if (start == 0) fileRows else Long.box(0L),
+              start == 0
+            )
+          }
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Spark's packing of file splits into input partitions: a split joins the open bin unless its
+ * length would overflow `maxSplit`; each split then costs its length plus `openCost`.
+ */
+private[deltareplay] final class BinPacker(maxSplit: Long, openCost: Long) {
+  private var bin = -1
+  private var filled = 0L
+  private var empty = true
+
+  /** The bin of the next split. */
+  def add(length: Long): Int = {
+    if (empty || filled + length > maxSplit) {
+      bin += 1
+      filled = 0L
+    }
+    empty = false
+    filled += length + openCost
+    bin
+  }
+}
+
+/** The exact partition-filter test on a file's string partition values; rebuilt where it runs. */
+private[deltareplay] case class PartitionFilter(
+    schema: StructType,
+    physicalNames: Seq[String],
+    filters: Seq[Expression],
+    timeZone: String
+) {
+  @transient private lazy val predicate = {
+    import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, Predicate}
+    val attrs = schema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
+    val bound = filters.reduce(And).transform { case a: AttributeReference =>
+      attrs.find(_.name.equalsIgnoreCase(a.name)).getOrElse(a)
+    }
+    val p = Predicate.create(bound, attrs)
+    p.initialize(0)
+    p
+  }
+  @transient private lazy val values = new PartitionValues(schema, physicalNames, timeZone)
+
+  def matches(partitionValues: Map[String, String]): Boolean =
+    filters.isEmpty || predicate.eval(values.row(partitionValues))
+}
+
+private[deltareplay] object PartitionFilter {
+
+  /** The filter over the table's whole partition schema. */
+  def apply(
+      snapshot: TableSnapshot,
+      filters: Seq[Expression],
+      timeZone: String
+  ): PartitionFilter = {
+    val meta = snapshot.meta
+    val schema = StructType(snapshot.schema.filter(f => meta.partitionColumns.contains(f.name)))
+    PartitionFilter(schema, schema.fieldNames.toSeq.map(meta.physicalName), filters, timeZone)
+  }
+}
+
+/** What [[StatsSkipping]] needs, in a form that travels to executors. */
+private[deltareplay] case class SkippingSpec(
+    filters: Seq[Expression],
+    columnTypes: Map[String, DataType],
+    physicalNames: Map[String, String],
+    timeZone: String
+) {
+  def build(): StatsSkipping =
+    new StatsSkipping(filters, columnTypes, n => physicalNames.getOrElse(n, n), timeZone)
+}
+
+private[deltareplay] object SkippingSpec {
+  def apply(
+      snapshot: TableSnapshot,
+      filters: Seq[Expression],
+      conf: org.apache.spark.sql.internal.SQLConf
+  ): SkippingSpec = {
+    val fields = snapshot.schema.fields
+    SkippingSpec(
+      filters,
+      fields.map(f => f.name -> f.dataType).toMap,
+      fields.map(f => f.name -> snapshot.meta.physicalName(f.name)).toMap,
+      conf.sessionLocalTimeZone
+    )
+  }
+}
+
+/**
+ * Reads the splits of one bin of a manifest, on an executor, with Spark's Parquet reader pushing
+ * `bin = k` (row groups and pages of other bins are skipped).
+ *
+ * @param sqlSettings
+ *   the session's SQL settings (a SQLConf does not survive serialization; it is rebuilt here)
+ * @param hadoopConf
+ *   Hadoop configuration set up to read [[ExecutorPlanning.ManifestSchema]]
+ */
+private[deltareplay] case class ManifestReader(
+    sqlSettings: Map[String, String],
+    hadoopConf: Broadcast[SerializableConfiguration],
+    partitionSchema: StructType,
+    physicalNames: Seq[String],
+    timeZone: String
+) {
+  @transient private lazy val sqlConf = {
+    val c = new SQLConf
+    sqlSettings.foreach { case (k, v) => c.setConfString(k, v) }
+    c
+  }
+
+  private def parquet(bin: Int): ParquetPartitionReaderFactory = {
+    val schema = ExecutorPlanning.ManifestSchema
+    ParquetPartitionReaderFactory(
+      sqlConf,
+      hadoopConf,
+      schema,
+      schema,
+      new StructType(),
+      Array(sources.EqualTo("bin", bin)),
+      None,
+      new ParquetOptions(Map.empty[String, String], sqlConf)
+    )
+  }
+
+  def expand(p: ManifestPartition): (Array[PartitionedFile], Array[DvDescriptor]) = {
+    val values = new PartitionValues(partitionSchema, physicalNames, timeZone)
+    val interner = new Replay.Interner
+    val manifest = PartitionedFile(
+      InternalRow.empty,
+      SparkPath.fromUrlString(p.manifest),
+      0L,
+      p.manifestSize,
+      Array.empty,
+      0L,
+      p.manifestSize,
+      Map.empty
+    )
+    val reader = parquet(p.bin).buildReader(manifest)
+    val files = Array.newBuilder[PartitionedFile]
+    val dvs = Array.newBuilder[DvDescriptor]
+    try
+      while (reader.next()) {
+        val r = reader.get()
+        if (r.getInt(0) == p.bin) {
+          val pv =
+            if (r.isNullAt(2)) Map.empty[String, String]
+            else interner(CheckpointSchema.toMap(r.getMap(2)))
+          files += PartitionedFile(
+            values.row(pv),
+            SparkPath.fromUrlString(r.getUTF8String(1).toString),
+            r.getLong(3),
+            r.getLong(4),
+            Array.empty,
+            r.getLong(6),
+            r.getLong(5),
+            Map.empty
+          )
+          dvs += CheckpointSchema.dv(r, 7).orNull
+        }
+      }
+    finally reader.close()
+    val out = (files.result(), dvs.result())
+    val found = out._1.count(_.start == 0)
+    if (found != p.files) {
+      throw new IllegalStateException(
+        s"bin ${p.bin} holds $found files where planning counted ${p.files}; the manifest changed"
+      )
+    }
+    out
+  }
+}
+
+/** Scratch directories of executor-side planning and their cleanup. */
+private[deltareplay] object Scratch {
+  private val cleaner = java.lang.ref.Cleaner.create()
+  private val registered = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+
+  /**
+   * A new directory under `root` (resolved against the default file system), inside one directory
+   * per application that is deleted at JVM exit; the new directory itself is deleted as soon as
+   * `owner` is garbage-collected.
+   */
+  def newDir(spark: SparkSession, root: String, owner: AnyRef): Path = {
+    val hadoopConf = spark.sessionState.newHadoopConf()
+    val rootPath = new Path(root)
+    val fs = rootPath.getFileSystem(hadoopConf)
+    val appDir = new Path(fs.makeQualified(rootPath), spark.sparkContext.applicationId)
+    if (registered.add(appDir.toString)) fs.deleteOnExit(appDir)
+    val dir = new Path(appDir, s"manifests-${UUID.randomUUID()}")
+    cleaner.register(owner, new Deleter(fs, dir))
+    dir
+  }
+
+  private final class Deleter(fs: FileSystem, dir: Path) extends Runnable {
+    override def run(): Unit =
+      try fs.delete(dir, true)
+      catch { case NonFatal(_) => () }
+  }
+}
