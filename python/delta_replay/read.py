@@ -62,7 +62,8 @@ def scan_metrics(df: DataFrame) -> list[dict[str, Any]]:
     Plans the query if it was not planned yet (no job runs for the data).
     Each entry has: table, version, replayMode, actionsReplayed, liveFiles,
     filesAfterPartitionPruning, filesAfterSkipping, replayMillis, planMillis,
-    replayTasks. An aggregate answered from the log's statistics (no data file
+    replayTasks, planning (``"driver"``, or ``"executors (N manifests, M bins)"`` when
+    the file list stayed on the executors: ``spark.deltareplay.planning.mode``). An aggregate answered from the log's statistics (no data file
     read) has table, version, replayMode, filesAfterPartitionPruning and
     aggregatesFromStats (e.g. ``["count(*)"]``) instead.
     """

@@ -9,22 +9,26 @@ import org.scalatest.funsuite.AnyFunSuite
 /** Distributed replay on local-cluster: replay tasks run in executor JVMs, results match V1. */
 class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with DeltaOracle {
 
+  private def writeTable(path: String): Unit = {
+    (0 until 6).foreach { i =>
+      spark
+        .range(i * 100, (i + 1) * 100)
+        .selectExpr("id", "cast(id % 4 as int) as g")
+        .repartition(2)
+        .write
+        .format("delta")
+        .mode("append")
+        .option("delta.checkpointInterval", "3")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+    }
+    spark.sql(s"DELETE FROM delta.`$path` WHERE id % 9 = 0").collect()
+  }
+
   test("distributed replay runs in executor JVMs and matches V1") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
-      (0 until 6).foreach { i =>
-        spark
-          .range(i * 100, (i + 1) * 100)
-          .selectExpr("id", "cast(id % 4 as int) as g")
-          .repartition(2)
-          .write
-          .format("delta")
-          .mode("append")
-          .option("delta.checkpointInterval", "3")
-          .option("delta.enableDeletionVectors", "true")
-          .save(path)
-      }
-      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 9 = 0").collect()
+      writeTable(path)
 
       val replayExecutors = mutable.Set.empty[String]
       val replayJobs = mutable.Set.empty[Int]
@@ -59,6 +63,28 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
         replayExecutors.nonEmpty && !replayExecutors.contains("driver"),
         s"replay tasks ran on $replayExecutors"
       )
+    }
+  }
+
+  test("planning on the executors: manifests written and expanded in executor JVMs match V1") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      writeTable(path)
+      // Small splits: files span several bins, bins hold several splits, DV files among them.
+      withConf(
+        "spark.sql.files.maxPartitionBytes" -> "2048",
+        "spark.sql.files.openCostInBytes" -> "512"
+      ) {
+        Seq[org.apache.spark.sql.DataFrame => org.apache.spark.sql.DataFrame](
+          identity,
+          _.where("g = 1"),
+          _.where("id BETWEEN 120 AND 260")
+        ).foreach { query =>
+          val m = assertSameAsV1(path, query = query, modes = Seq("executors")).apply("executors")
+          assert(m.planning.startsWith("executors"), m)
+          assert(m.liveFiles > 0 && m.filesAfterSkipping <= m.liveFiles, m)
+        }
+      }
     }
   }
 }
