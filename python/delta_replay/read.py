@@ -63,7 +63,8 @@ def scan_metrics(df: DataFrame) -> list[dict[str, Any]]:
     Each entry has: table, version, replayMode, actionsReplayed, liveFiles,
     filesAfterPartitionPruning, filesAfterSkipping, replayMillis, planMillis,
     replayTasks, planning (``"driver"``, or ``"executors (N manifests, M bins)"`` when
-    the file list stayed on the executors: ``spark.deltareplay.planning.mode``). An aggregate answered from the log's statistics (no data file
+    the file list stayed on the executors: ``spark.deltareplay.planning.mode``). An
+    aggregate answered from the log's statistics (no data file
     read) has table, version, replayMode, filesAfterPartitionPruning and
     aggregatesFromStats (e.g. ``["count(*)"]``) instead.
     """
