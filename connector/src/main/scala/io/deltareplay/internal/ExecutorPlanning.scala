@@ -5,20 +5,27 @@ import java.util.UUID
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.mapreduce.{Job, JobID, TaskAttemptID, TaskID, TaskType}
+import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl
+import org.apache.spark.TaskContext
 import org.apache.spark.paths.SparkPath
-import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow}
 import org.apache.spark.sql.connector.read.InputPartition
-import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.{
+  OutputWriter,
+  OutputWriterFactory,
+  PartitionedFile
+}
 import org.apache.spark.broadcast.Broadcast
-import org.apache.spark.sql.execution.datasources.parquet.ParquetOptions
+import org.apache.spark.sql.execution.datasources.parquet.{ParquetOptions, ParquetUtils}
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.util.SerializableConfiguration
-import org.apache.spark.sql.functions._
 import org.apache.spark.sql.sources
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
 import org.apache.spark.util.LongAccumulator
 
 /**
@@ -51,15 +58,15 @@ private[deltareplay] case class ExecutorReplay(
  * Planning that keeps the file list on the executors, for tables whose file list is too big for the
  * driver (`planning.mode = executors`, or `auto` above `planning.executorsMinFiles`).
  *
- * Job 1 replays the log as a DataFrame ([[DistributedReplay.liveFrame]]); in the same tasks each
- * live file is pruned by the partition filters, skipped by its statistics, cut into splits of at
- * most `maxPartitionBytes`, and the splits are packed into bins (a new bin when the next split
- * would overflow it, each split costing its length plus `openCostInBytes`, as Spark packs file
- * splits). The splits are written as manifest Parquet files, one per task, in bin order. Job 2
- * reads only the bin, length, rows and DV columns of the manifests back and sums them per
- * (manifest, bin): that is all the driver receives, one row per input partition. A reader task
- * reads the rows of its bin (the bin filter is pushed into the Parquet reader; manifests have small
- * pages) and then reads those files as a driver-planned partition would.
+ * One Spark job: the log is replayed as a DataFrame ([[DistributedReplay.liveFrame]]); in the same
+ * tasks each live file is pruned by the partition filters, skipped by its statistics, cut into
+ * splits of at most `maxPartitionBytes`, and the splits are packed into bins (a new bin when the
+ * next split would overflow it, each split costing its length plus `openCostInBytes`, as Spark
+ * packs file splits). Each task writes its splits, in bin order, to its own manifest Parquet file
+ * and returns one summary per bin (files, bytes, rows, DVs): that is all the driver receives, one
+ * row per input partition. A reader task reads the rows of its bin (the bin filter is pushed into
+ * the Parquet reader; manifests have small pages) and then reads those files as a driver-planned
+ * partition would.
  *
  * Manifests live in a fresh directory under `planning.scratchDir`, deleted when the scan object is
  * garbage-collected (a physical plan may run more than once, so not at query end) or at JVM exit.
@@ -80,8 +87,7 @@ private[deltareplay] object ExecutorPlanning {
     .add("first", BooleanType, nullable = false)
 
   /** Manifest Parquet layout: small pages, so that one bin's read decodes little else. */
-  private val WriteOptions = Map(
-    "compression" -> "snappy",
+  val WriteOptions: Map[String, String] = Map(
     "parquet.page.row.count.limit" -> "1000",
     "parquet.block.size" -> (8L * 1024 * 1024).toString
   )
@@ -144,38 +150,34 @@ private[deltareplay] object ExecutorPlanning {
       liveCount = live,
       prunedCount = pruned
     )
+    val writer = ManifestWriter(spark, dir)
     val replay = new DistributedReplay(spark, segment, conf, needStats)
     val description = s"delta-replay: plan ${segment.table} v${segment.version} on the executors"
-    val ((actions, replayMillis, summary), tasks) =
-      DistributedReplay.inJobGroup(spark, description) {
-        val (frame, tailActions) = replay.liveFrame(withStats = needStats)
-        val qe = frame.queryExecution
-        val splits = qe.toRdd.mapPartitions(binner.apply)
-        DistributedReplay.logErrors(segment) {
-          spark
-            .createDataFrame(splits, ManifestSchema)
-            .write
-            .options(WriteOptions)
-            .parquet(dir.toString)
-        }
-        val actions = DistributedReplay.scannedRows(qe.executedPlan) + tailActions
-        val written = millisSince(started)
-        (actions, written, summarize(spark, dir))
-      }
-    val partitions = summary.zipWithIndex.map { case (b, i) => b.copy(index = i) }
+    val ((actions, summary), tasks) = DistributedReplay.inJobGroup(spark, description) {
+      val (frame, tailActions) = replay.liveFrame(withStats = needStats)
+      val qe = frame.queryExecution
+      val bins = qe.toRdd.mapPartitions(rows => binner.write(rows, writer))
+      val summary = DistributedReplay.logErrors(segment)(bins.collect())
+      (DistributedReplay.scannedRows(qe.executedPlan) + tailActions, summary)
+    }
+    val replayMillis = millisSince(started)
+    val interned = new java.util.HashMap[String, String]()
+    val sorted = summary
+      .map(b => b.copy(manifest = interned.computeIfAbsent(b.manifest, m => m)))
+      .sortBy(b => (-b.bytes, b.manifest, b.bin))
+    val partitions = sorted.zipWithIndex.map { case (b, i) => b.toPartition(i) }
     val rows = if (summary.exists(_.rowsUnknown)) None else Some(summary.map(_.rows).sum)
     val planned = PlannedScan(
-      partitions = partitions.map(p => p.toPartition: InputPartition),
+      partitions = partitions.map(p => p: InputPartition),
       filesAfterPruning = pruned.sum,
       filesAfterSkipping = summary.map(_.files).sum,
       bytesAfterSkipping = summary.map(_.bytes).sum,
       rowsAfterSkipping = rows,
       hasDeletionVectors = summary.exists(_.hasDv),
       planMillis = millisSince(started) - replayMillis,
-      planning = s"executors (${summary.map(_.manifest).distinct.length} manifests, " +
-        s"${partitions.length} bins)"
+      planning = s"executors (${interned.size} manifests, ${partitions.length} bins)"
     )
-    val manifests = summary.map(_.manifest).distinct.length
+    val manifests = interned.size
     (
       planned,
       ExecutorReplay(
@@ -190,48 +192,69 @@ private[deltareplay] object ExecutorPlanning {
     )
   }
 
-  /** One (manifest, bin) as the summary job returns it. */
-  private case class BinSummary(
-      manifest: String,
-      manifestSize: Long,
-      bin: Int,
-      files: Long,
-      bytes: Long,
-      rows: Long,
-      rowsUnknown: Boolean,
-      hasDv: Boolean,
-      index: Int = 0
-  ) {
-    def toPartition: ManifestPartition =
-      ManifestPartition(index, manifest, manifestSize, bin, files, bytes)
-  }
+}
 
-  /** Job 2: per (manifest, bin), what the driver needs (O(bins) rows). */
-  private def summarize(spark: SparkSession, dir: Path): Array[BinSummary] = {
-    val manifests = spark.read.schema(ManifestSchema).parquet(dir.toString)
-    manifests
-      .groupBy(col("_metadata.file_path"), col("_metadata.file_size"), col("bin"))
-      .agg(
-        count(when(col("first"), 1)),
-        sum(col("length")),
-        coalesce(sum(col("rows")), lit(0L)),
-        max(col("first") && col("rows").isNull),
-        max(col("dv").isNotNull)
-      )
-      .collect()
-      .map { r =>
-        BinSummary(
-          manifest = r.getString(0),
-          manifestSize = r.getLong(1),
-          bin = r.getInt(2),
-          files = r.getLong(3),
-          bytes = r.getLong(4),
-          rows = r.getLong(5),
-          rowsUnknown = r.getBoolean(6),
-          hasDv = r.getBoolean(7)
-        )
-      }
-      .sortBy(b => (-b.bytes, b.manifest, b.bin))
+/** One bin of one manifest, as the task that wrote it reports it (O(bins) reach the driver). */
+private[deltareplay] case class BinSummary(
+    manifest: String,
+    manifestSize: Long,
+    bin: Int,
+    files: Long,
+    bytes: Long,
+    rows: Long,
+    rowsUnknown: Boolean,
+    hasDv: Boolean
+) {
+  def toPartition(index: Int): ManifestPartition =
+    ManifestPartition(index, manifest, manifestSize, bin, files, bytes)
+}
+
+/**
+ * Writes a task's manifest straight to its final place with Spark's own Parquet writer (set up as
+ * Spark's file writer sets it up), without a commit protocol: the file name carries the task
+ * attempt, and the task's result names the file, so a failed attempt's file is never read (it goes
+ * with the directory).
+ */
+private[deltareplay] case class ManifestWriter(
+    directory: String,
+    factory: OutputWriterFactory,
+    hadoopConf: Broadcast[SerializableConfiguration]
+) {
+
+  /** Opens the manifest of the running task. */
+  def open(): (OutputWriter, Path, () => Long) = {
+    val task = TaskContext.get()
+    val path =
+      new Path(directory, f"manifest-${task.partitionId()}%05d-${task.taskAttemptId()}.parquet")
+    val attempt = new TaskAttemptID(
+      new TaskID(new JobID("deltareplay", task.stageId()), TaskType.MAP, task.partitionId()),
+      task.attemptNumber()
+    )
+    val conf = hadoopConf.value.value
+    val writer = factory.newInstance(
+      path.toString,
+      ManifestWriter.Schema,
+      new TaskAttemptContextImpl(conf, attempt)
+    )
+    (writer, path, () => path.getFileSystem(conf).getFileStatus(path).getLen)
+  }
+}
+
+private[deltareplay] object ManifestWriter {
+  val Schema: StructType = ExecutorPlanning.ManifestSchema
+
+  def apply(spark: SparkSession, dir: Path): ManifestWriter = {
+    val sqlConf = spark.sessionState.conf
+    val job = Job.getInstance(spark.sessionState.newHadoopConf())
+    ExecutorPlanning.WriteOptions.foreach { case (k, v) => job.getConfiguration.set(k, v) }
+    val factory = ParquetUtils.prepareWrite(
+      sqlConf,
+      job,
+      Schema,
+      new ParquetOptions(Map("compression" -> "snappy"), sqlConf)
+    )
+    val conf = spark.sparkContext.broadcast(new SerializableConfiguration(job.getConfiguration))
+    ManifestWriter(dir.toString, factory, conf)
   }
 }
 
@@ -249,60 +272,82 @@ private final class Binner(
     prunedCount: LongAccumulator
 ) extends Serializable {
 
-  /** Rows of [[DistributedReplay.liveFrame]] in, manifest rows out. */
-  def apply(rows: Iterator[InternalRow]): Iterator[Row] = {
+  /**
+   * Rows of [[DistributedReplay.liveFrame]] in; the splits that survive written to this task's
+   * manifest (nothing when none survives); the manifest's bins out.
+   */
+  def write(rows: Iterator[InternalRow], manifests: ManifestWriter): Iterator[BinSummary] = {
     val stats = skipping.map(_.build())
     val interner = new Replay.Interner
     val packer = new BinPacker(maxSplit, openCost)
-    rows.flatMap { r =>
-      liveCount.add(1)
-      val values =
-        if (r.isNullAt(1)) Map.empty[String, String]
-        else {
-          interner(CheckpointSchema.toMap(r.getMap(1)))
-        }
-      if (!partitions.matches(values)) Iterator.empty
-      else {
-        prunedCount.add(1)
-        val statsJson = if (stats.isEmpty || r.isNullAt(5)) null else r.getUTF8String(5).toString
-        if (!stats.forall(_.mightMatch(statsJson))) Iterator.empty
-        else {
-          val path = Replay.canonicalPath(tableUri, r.getUTF8String(0).toString)
-          val size = if (r.isNullAt(2)) 0L else r.getLong(2)
-          val modified = if (r.isNullAt(3)) 0L else r.getLong(3)
-          val dv = CheckpointSchema.dv(r, 4)
-          val dvRow = dv
-            .map(d =>
-              Row(
-                d.storageType,
-                d.pathOrInlineDv,
-                d.offset.map(Int.box).orNull,
-                d.sizeInBytes,
-                d.cardinality
-              )
+    val bins = scala.collection.mutable.ArrayBuffer.empty[Array[Long]] // files, bytes, rows, flags
+    var open: (OutputWriter, Path, () => Long) = null
+    val out = new GenericInternalRow(ManifestWriter.Schema.length)
+    var live, kept = 0L
+    try
+      rows.foreach { r =>
+        live += 1
+        val values =
+          if (r.isNullAt(1)) Map.empty[String, String]
+          else interner(CheckpointSchema.toMap(r.getMap(1)))
+        if (partitions.matches(values)) {
+          kept += 1
+          val statsJson = if (stats.isEmpty || r.isNullAt(5)) null else r.getUTF8String(5).toString
+          if (stats.forall(_.mightMatch(statsJson))) {
+            if (open == null) open = manifests.open()
+            val size = if (r.isNullAt(2)) 0L else r.getLong(2)
+            val dv = if (r.isNullAt(4)) null else r.getStruct(4, FileActions.DvType.length)
+            val fileRows = StatsRows
+              .numRecords(statsJson)
+              .map(n => n - (if (dv == null) 0L else dv.getLong(4)))
+            out.update(
+              1,
+              UTF8String.fromString(Replay.canonicalPath(tableUri, r.getUTF8String(0).toString))
             )
-            .orNull
-          val fileRows = StatsRows
-            .numRecords(statsJson)
-            .map(n => Long.box(n - dv.map(_.cardinality).getOrElse(0L)))
-            .orNull
-          (0L until math.max(size, 1L) by maxSplit).iterator.map { start =>
-            val length = math.min(maxSplit, size - start)
-            val bin = packer.add(length)
-            Row(
-              bin,
-              path,
-              values,
-              start,
-              length,
-              size,
-              modified,
-              dvRow,
-              if (start == 0) fileRows else Long.box(0L),
-              start == 0
-            )
+            out.update(2, if (r.isNullAt(1)) null else r.getMap(1))
+            out.setLong(5, size)
+            out.setLong(6, if (r.isNullAt(3)) 0L else r.getLong(3))
+            out.update(7, dv)
+            var start = 0L
+            while (start < math.max(size, 1L)) {
+              val length = math.min(maxSplit, size - start)
+              val bin = packer.add(length)
+              if (bin == bins.length) bins += new Array[Long](4)
+              val b = bins(bin)
+              out.setInt(0, bin)
+              out.setLong(3, start)
+              out.setLong(4, length)
+              out.setBoolean(9, start == 0)
+              if (start == 0) {
+                b(0) += 1
+                fileRows match {
+                  case Some(n) => out.setLong(8, n); b(2) += n
+                  case None => out.setNullAt(8); b(3) |= 1L
+                }
+                if (dv != null) b(3) |= 2L
+              } else out.setLong(8, 0L)
+              b(1) += length
+              open._1.write(out)
+              start += maxSplit
+            }
           }
         }
+      }
+    catch {
+      case e: Throwable =>
+        if (open != null) scala.util.Try(open._1.close())
+        throw e
+    } finally {
+      liveCount.add(live)
+      prunedCount.add(kept)
+    }
+    if (open == null) Iterator.empty
+    else {
+      open._1.close()
+      val manifest = open._2.toUri.toString
+      val size = open._3()
+      bins.iterator.zipWithIndex.map { case (b, i) =>
+        BinSummary(manifest, size, i, b(0), b(1), b(2), (b(3) & 1L) != 0, (b(3) & 2L) != 0)
       }
     }
   }
