@@ -184,6 +184,7 @@ private[deltareplay] object DeltaReaderFactory {
         val (_, manifestHadoopConf) =
           parquetReader(spark, manifestConf, schema, schema, new StructType(), Array.empty)
         ManifestReader(
+          Replay.tableUri(snapshot.segment),
           manifestConf.getAllConfs,
           manifestHadoopConf,
           readPartitionSchema,

@@ -25,7 +25,6 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.util.SerializableConfiguration
 import org.apache.spark.sql.sources
 import org.apache.spark.sql.types._
-import org.apache.spark.unsafe.types.UTF8String
 import org.apache.spark.util.LongAccumulator
 
 /**
@@ -73,18 +72,16 @@ private[deltareplay] case class ExecutorReplay(
  */
 private[deltareplay] object ExecutorPlanning {
 
-  /** One row per file split. `rows` (numRecords - DV cardinality) is on a file's first split. */
+  /** One row per file split (a file's first split has `start` 0). */
   val ManifestSchema: StructType = new StructType()
     .add("bin", IntegerType, nullable = false)
-    .add("path", StringType, nullable = false)
+    .add("path", StringType, nullable = false) // as the log stores it (relative or absolute)
     .add("partitionValues", MapType(StringType, StringType))
     .add("start", LongType, nullable = false)
     .add("length", LongType, nullable = false)
     .add("fileSize", LongType, nullable = false)
     .add("modificationTime", LongType, nullable = false)
     .add("dv", FileActions.DvType)
-    .add("rows", LongType)
-    .add("first", BooleanType, nullable = false)
 
   /** Manifest Parquet layout: small pages, so that one bin's read decodes little else. */
   val WriteOptions: Map[String, String] = Map(
@@ -142,7 +139,6 @@ private[deltareplay] object ExecutorPlanning {
     val live = sc.longAccumulator("delta-replay live files")
     val pruned = sc.longAccumulator("delta-replay files after partition pruning")
     val binner = new Binner(
-      tableUri = Replay.tableUri(segment),
       partitions = PartitionFilter(snapshot, partitionFilters, sqlConf.sessionLocalTimeZone),
       skipping = if (needStats) Some(SkippingSpec(snapshot, dataFilters, sqlConf)) else None,
       maxSplit = sqlConf.filesMaxPartitionBytes,
@@ -263,7 +259,6 @@ private[deltareplay] object ManifestWriter {
  * replay partition, streaming (O(1) memory: bins are filled in arrival order, no sort).
  */
 private final class Binner(
-    tableUri: String,
     partitions: PartitionFilter,
     skipping: Option[SkippingSpec],
     maxSplit: Long,
@@ -287,10 +282,12 @@ private final class Binner(
     try
       rows.foreach { r =>
         live += 1
-        val values =
+        // Partition values are parsed only when a partition filter needs them.
+        val matches = partitions.filters.isEmpty || partitions.matches(
           if (r.isNullAt(1)) Map.empty[String, String]
           else interner(CheckpointSchema.toMap(r.getMap(1)))
-        if (partitions.matches(values)) {
+        )
+        if (matches) {
           kept += 1
           val statsJson = if (stats.isEmpty || r.isNullAt(5)) null else r.getUTF8String(5).toString
           if (stats.forall(_.mightMatch(statsJson))) {
@@ -300,10 +297,7 @@ private final class Binner(
             val fileRows = StatsRows
               .numRecords(statsJson)
               .map(n => n - (if (dv == null) 0L else dv.getLong(4)))
-            out.update(
-              1,
-              UTF8String.fromString(Replay.canonicalPath(tableUri, r.getUTF8String(0).toString))
-            )
+            out.update(1, r.getUTF8String(0)) // as the log has it; readers resolve it
             out.update(2, if (r.isNullAt(1)) null else r.getMap(1))
             out.setLong(5, size)
             out.setLong(6, if (r.isNullAt(3)) 0L else r.getLong(3))
@@ -317,15 +311,14 @@ private final class Binner(
               out.setInt(0, bin)
               out.setLong(3, start)
               out.setLong(4, length)
-              out.setBoolean(9, start == 0)
               if (start == 0) {
                 b(0) += 1
                 fileRows match {
-                  case Some(n) => out.setLong(8, n); b(2) += n
-                  case None => out.setNullAt(8); b(3) |= 1L
+                  case Some(n) => b(2) += n
+                  case None => b(3) |= 1L
                 }
                 if (dv != null) b(3) |= 2L
-              } else out.setLong(8, 0L)
+              }
               b(1) += length
               open._1.write(out)
               start += maxSplit
@@ -448,6 +441,7 @@ private[deltareplay] object SkippingSpec {
  *   Hadoop configuration set up to read [[ExecutorPlanning.ManifestSchema]]
  */
 private[deltareplay] case class ManifestReader(
+    tableUri: String,
     sqlSettings: Map[String, String],
     hadoopConf: Broadcast[SerializableConfiguration],
     partitionSchema: StructType,
@@ -499,7 +493,7 @@ private[deltareplay] case class ManifestReader(
             else interner(CheckpointSchema.toMap(r.getMap(2)))
           files += PartitionedFile(
             values.row(pv),
-            SparkPath.fromUrlString(r.getUTF8String(1).toString),
+            SparkPath.fromUrlString(Replay.canonicalPath(tableUri, r.getUTF8String(1).toString)),
             r.getLong(3),
             r.getLong(4),
             Array.empty,
