@@ -30,6 +30,10 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def _error(error: BaseException) -> str:
     text = str(error).strip().splitlines()
+    # an OutOfMemoryError is often the cause of a boxed or wrapped first line
+    oom = next((line.strip() for line in text if "OutOfMemoryError" in line), None)
+    if oom:
+        return f"{type(error).__name__}: {oom[:400]}"
     first = next((line for line in text if "Error" in line or "Exception" in line), None)
     return f"{type(error).__name__}: {(first or (text[0] if text else ''))[:400]}"
 

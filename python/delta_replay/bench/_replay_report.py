@@ -233,10 +233,7 @@ def targets(rows: list[Row]) -> list[str]:
     small_v2 = _figure(rows, t, small, "kernel-v2", "plan", "planning_s")
     fastest = min((x for x in (small_v1, small_v2) if x is not None), default=None)
     rs = _figure(rows, t, big, "delta-rs", "load_and_list_s")
-    executors = _figure(rows, t, big, "delta-replay-executors", "plan", "planning_s")
-    collect = _figure(rows, t, big, "delta-replay-distributed", "plan", "planning_s")
-    executors_heap = _figure(rows, t, big, "delta-replay-executors", "plan", "retained_heap_mb")
-    collect_heap = _figure(rows, t, big, "delta-replay-distributed", "plan", "retained_heap_mb")
+    planning_line = _executor_planning_line(rows, synthetic)
     return [
         f"{big:,} files, cold-table planning vs V1: {_ratio(ours, v1)} (target <= 0.5x)",
         f"{big:,} files, cold-table planning vs Kernel V2: {_ratio(ours, v2)} (target <= 0.2x)",
@@ -245,10 +242,42 @@ def targets(rows: list[Row]) -> list[str]:
         f"{_ratio(small_ours, fastest)} (target <= 1.0x)",
         f"{big:,} files, cold-table planning vs delta-rs load + file list: "
         f"{_ratio(ours, rs)} (target <= 1.0x)",
-        f"{big:,} files, planning on the executors vs collecting the file list to the driver "
-        f"(both after a distributed replay): time {_ratio(executors, collect)}, "
-        f"driver retained heap {_ratio(executors_heap, collect_heap)}",
+        planning_line,
     ]
+
+
+def _executor_planning_line(rows: list[Row], sizes: list[int]) -> str:
+    """Executor-side planning vs collecting to the driver: the largest size both planned, and
+    the sizes where only one of them did."""
+    t, ex, co = "synthetic", "delta-replay-executors", "delta-replay-distributed"
+
+    def planned(reader: str, n: int) -> bool:
+        return _figure(rows, t, n, reader, "plan", "planning_s") is not None
+
+    both = [n for n in sizes if planned(ex, n) and planned(co, n)]
+    text = "planning on the executors vs collecting the file list to the driver: "
+    if both:
+        n = both[-1]
+        time_ratio = _ratio(
+            _figure(rows, t, n, ex, "plan", "planning_s"),
+            _figure(rows, t, n, co, "plan", "planning_s"),
+        )
+        heap_ratio = _ratio(
+            _figure(rows, t, n, ex, "plan", "retained_heap_mb"),
+            _figure(rows, t, n, co, "plan", "retained_heap_mb"),
+        )
+        text += f"{n:,} files: time {time_ratio}, driver retained heap {heap_ratio}"
+    else:
+        text += "n/a"
+    for n in sizes:
+        row = next(
+            (r for r in rows if r["reader"] == co and int(r["files"]) == n and r["table"] == t),
+            None,
+        )
+        if row is not None and planned(ex, n) and not planned(co, n):
+            text += f"; {n:,} files: collecting failed ({cell(row, 'plan', 'planning_s')}), "
+            text += "planning on the executors did not"
+    return text
 
 
 def plots(rows: list[Row], stem: Path) -> list[Path]:
@@ -265,6 +294,7 @@ def plots(rows: list[Row], stem: Path) -> list[Path]:
     ]
     for suffix, keys, label in specs:
         fig, ax = plt.subplots(figsize=(7.5, 4.8))
+        failures: list[tuple[str, list[int], str | None]] = []
         for reader in READERS:
             keys_for = ("load_and_list_s",) if reader == "delta-rs" else keys
             if reader == "delta-rs" and suffix == "heap":
@@ -279,10 +309,36 @@ def plots(rows: list[Row], stem: Path) -> list[Path]:
                 and isinstance(v := _get(r, *keys_for), (int, float))
                 and v > 0
             )
+            failed = sorted(
+                int(r["files"])
+                for r in rows
+                if r["reader"] == reader
+                and r["table"] == "synthetic"
+                and r["master"] == "local[2]"
+                and r["kind"] == "batch"
+                and (r.get("error") or "error" in (r.get("plan") or {}))
+            )
+            color = None
             if points:
                 xs, ys = zip(*points, strict=True)
                 name = f"{reader} (peak RSS)" if keys_for == ("peak_rss_mb",) else reader
-                ax.plot(xs, ys, marker="o", label=name)
+                (line,) = ax.plot(xs, ys, marker="o", label=name)
+                color = line.get_color()
+            if failed:
+                failures.append((reader, failed, color))
+        if failures:  # a failed measurement (OOM, timeout): a cross at the top of the plot
+            top = max((y for line in ax.get_lines() for y in line.get_ydata()), default=1.0) * 2
+            for reader, sizes, color in failures:
+                ax.scatter(sizes, [top] * len(sizes), marker="x", s=80, color=color)
+                for size in sizes:
+                    ax.annotate(
+                        f"{reader}: failed",
+                        (size, top),
+                        textcoords="offset points",
+                        xytext=(-10, -14),
+                        ha="right",
+                        fontsize=8,
+                    )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("live files (synthetic table)")

@@ -69,7 +69,10 @@ object DeltaReplayOptions {
    */
   val PlanningMode = "planning.mode"
 
-  /** In `auto` planning, tables with at least this many files (estimated) plan on the executors. */
+  /**
+   * In `auto` planning, tables with at least this many files (estimated) plan on the executors (0 =
+   * one file per 2 KiB of the driver's max heap: 1M files at 2 GB, 2M at 4 GB).
+   */
   val PlanningExecutorsMinFiles = "planning.executorsMinFiles"
 
   /**
@@ -112,7 +115,7 @@ object DeltaReplayOptions {
     StateMaxTailBytes -> (64L * 1024 * 1024).toString,
     MetadataAggregates -> "true",
     PlanningMode -> "auto",
-    PlanningExecutorsMinFiles -> "1000000",
+    PlanningExecutorsMinFiles -> "0",
     PlanningScratchDir -> "/tmp/delta-replay",
     Enabled -> "true"
   )

@@ -88,7 +88,12 @@ private[deltareplay] object ReadConf {
       stateMaxTailBytes = long(O.StateMaxTailBytes),
       metadataAggregates = bool(O.MetadataAggregates),
       planningMode = PlanningMode.parse(get(O.PlanningMode)),
-      executorsMinFiles = long(O.PlanningExecutorsMinFiles),
+      executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {
+        // one file per 2 KiB of heap: about where collecting (retained list, split objects and
+        // the transient rows of the collect) stops being a small share of the driver
+        case 0L => Runtime.getRuntime.maxMemory() / 2048
+        case n => n
+      },
       scratchDir = get(O.PlanningScratchDir).trim
     )
   }
