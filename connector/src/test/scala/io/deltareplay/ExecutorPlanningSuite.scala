@@ -214,6 +214,29 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("an unwritable scratch directory fails naming it, not the log") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      writeTable(path)
+      val blocker = new File(dir, "a-file")
+      assert(blocker.createNewFile())
+      val scratch = new File(blocker, "scratch").getAbsolutePath // a directory under a file
+      withConf("spark.deltareplay.planning.scratchDir" -> scratch) {
+        withReplayMode("executors") {
+          val e = intercept[Exception](ours(path).collect())
+          val msg = Iterator
+            .iterate[Throwable](e)(_.getCause)
+            .takeWhile(_ != null)
+            .map(_.getMessage)
+            .mkString(" / ")
+          assert(msg.contains("[delta-replay] Executor-side planning could not write"), msg)
+          assert(msg.contains(scratch) && msg.contains("planning.scratchDir"), msg)
+          assert(!msg.contains("truncated or corrupt"), msg)
+        }
+      }
+    }
+  }
+
   test("a bad planning.mode is refused naming the key") {
     withTempDir { dir =>
       val path = new File(dir, "t").getAbsolutePath

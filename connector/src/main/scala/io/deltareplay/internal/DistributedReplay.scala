@@ -280,10 +280,14 @@ private[deltareplay] object DistributedReplay {
     }
   }
 
-  /** Runs a job over the log of `segment`, turning a failure into an error that names the log. */
+  /**
+   * Runs a job over the log of `segment`, turning a failure into an error that names the log; an
+   * error of ours raised in a task (it already names what failed) comes through as it is.
+   */
   def logErrors[T](segment: LogSegment)(job: => T): T =
     try job
     catch {
+      case e: org.apache.spark.SparkException if ours(e).isDefined => throw ours(e).get
       case e: org.apache.spark.SparkException =>
         val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
         throw Errors.corruptLogFile(
@@ -292,6 +296,12 @@ private[deltareplay] object DistributedReplay {
           Option(e.getCause).getOrElse(e)
         )
     }
+
+  private def ours(e: Throwable): Option[Errors.DeltaReplayException] =
+    Iterator
+      .iterate(e)(_.getCause)
+      .takeWhile(_ != null)
+      .collectFirst { case d: Errors.DeltaReplayException => d }
 
   /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
   def scannedRows(plan: SparkPlan): Long = {

@@ -106,6 +106,15 @@ private[deltareplay] object Errors {
       cause
     )
 
+  def manifestWriteFailed(where: String, cause: Throwable): DeltaReplayException =
+    fail(
+      s"Executor-side planning could not write its manifest in $where " +
+        s"(${Option(cause).map(_.getMessage).orNull}). Set spark.deltareplay.planning.scratchDir " +
+        "to a directory every executor can write and read, or plan on the driver " +
+        "(spark.deltareplay.planning.mode=driver).",
+      cause
+    )
+
   def badOffset(table: String, json: String, detail: String): DeltaReplayException =
     fail(
       s"The streaming checkpoint's offset for $table cannot be used ($detail): $json. Start the " +

@@ -48,9 +48,7 @@ private[deltareplay] case class ExecutorReplay(
     actionsReplayed: Long,
     liveFiles: Long,
     millis: Long,
-    tasks: Int,
-    manifests: Int,
-    directory: String
+    tasks: Int
 )
 
 /**
@@ -115,8 +113,10 @@ private[deltareplay] object ExecutorPlanning {
             needStats
           )
           .isDefined
-      !replayedOnDriver && conf.replayMode != ReplayMode.Local && !cached &&
-      new LogReader(spark, segment).estimatedFiles() >= conf.executorsMinFiles
+      // No log holds a file action in under 8 bytes: smaller logs skip the footer reads.
+      def big = segment.totalBytes >= 8 * conf.executorsMinFiles &&
+        new LogReader(spark, segment).estimatedFiles() >= conf.executorsMinFiles
+      !replayedOnDriver && conf.replayMode != ReplayMode.Local && !cached && big
   }
 
   def plan(
@@ -131,7 +131,6 @@ private[deltareplay] object ExecutorPlanning {
     val started = System.nanoTime()
     def millisSince(t: Long) = (System.nanoTime() - t) / 1000000
     val segment = snapshot.segment
-    val meta = snapshot.meta
     val sqlConf = spark.sessionState.conf
     val needStats = skipping && dataFilters.nonEmpty
     val dir = Scratch.newDir(spark, conf.scratchDir, owner)
@@ -173,7 +172,6 @@ private[deltareplay] object ExecutorPlanning {
       planMillis = millisSince(started) - replayMillis,
       planning = s"executors (${interned.size} manifests, ${partitions.length} bins)"
     )
-    val manifests = interned.size
     (
       planned,
       ExecutorReplay(
@@ -181,9 +179,7 @@ private[deltareplay] object ExecutorPlanning {
         actionsReplayed = actions,
         liveFiles = live.sum,
         millis = replayMillis,
-        tasks = tasks,
-        manifests = manifests,
-        directory = dir.toString
+        tasks = tasks
       )
     )
   }
@@ -217,8 +213,12 @@ private[deltareplay] case class ManifestWriter(
     hadoopConf: Broadcast[SerializableConfiguration]
 ) {
 
-  /** Opens the manifest of the running task. */
-  def open(): (OutputWriter, Path, () => Long) = {
+  /** Opens the manifest of the running task; a failure names the scratch directory. */
+  def open(): (OutputWriter, Path, () => Long) =
+    try openUnchecked()
+    catch { case NonFatal(e) => throw Errors.manifestWriteFailed(directory, e) }
+
+  private def openUnchecked(): (OutputWriter, Path, () => Long) = {
     val task = TaskContext.get()
     val path =
       new Path(directory, f"manifest-${task.partitionId()}%05d-${task.taskAttemptId()}.parquet")
@@ -336,9 +336,10 @@ private final class Binner(
     }
     if (open == null) Iterator.empty
     else {
-      open._1.close()
       val manifest = open._2.toUri.toString
-      val size = open._3()
+      val size =
+        try { open._1.close(); open._3() }
+        catch { case NonFatal(e) => throw Errors.manifestWriteFailed(manifest, e) }
       bins.iterator.zipWithIndex.map { case (b, i) =>
         BinSummary(manifest, size, i, b(0), b(1), b(2), (b(3) & 1L) != 0, (b(3) & 2L) != 0)
       }
