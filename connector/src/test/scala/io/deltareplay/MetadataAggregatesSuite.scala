@@ -36,9 +36,21 @@ class MetadataAggregatesSuite extends AnyFunSuite with DeltaOracle {
         assert(!answeredFromStats(df))
         sorted(df)
       } finally spark.conf.unset("spark.deltareplay.aggregates.fromStats")
-    val df = run("t_ours")
-    assert(answeredFromStats(df) === fromStats, s"$sql\n${df.queryExecution.executedPlan}")
-    assert(sorted(df) === expected, sql)
+    // Answered where the file list is planned: folded on the driver, or in the replay tasks.
+    Seq("driver", "executors").foreach { planning =>
+      withConf("spark.deltareplay.planning.mode" -> planning) {
+        val df = run("t_ours")
+        val plan = df.queryExecution.executedPlan
+        assert(answeredFromStats(df) === fromStats, s"[$planning] $sql\n$plan")
+        assert(sorted(df) === expected, s"[$planning] $sql")
+        if (fromStats) {
+          assert(
+            plan.toString.contains("on the executors") === (planning == "executors"),
+            s"[$planning] $plan"
+          )
+        }
+      }
+    }
     assert(scanned === expected, sql)
   }
 

@@ -85,6 +85,13 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
           assert(m.liveFiles > 0 && m.filesAfterSkipping <= m.liveFiles, m)
         }
       }
+      // count(*) from the statistics, folded in the executor JVMs (DVs subtracted).
+      withConf("spark.deltareplay.planning.mode" -> "executors") {
+        val df = ours(path).selectExpr("count(*)")
+        val plan = df.queryExecution.executedPlan.toString
+        assert(plan.contains("aggregates from log statistics") && plan.contains("executors"), plan)
+        assert(df.collect().head.getLong(0) === v1(path).count())
+      }
     }
   }
 }

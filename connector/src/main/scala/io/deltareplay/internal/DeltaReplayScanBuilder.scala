@@ -36,6 +36,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
   private var dataFilters: Seq[Expression] = Nil
   private var replayed: Option[ReplayResult] = None
   private var aggregate: Option[MetadataAggregates.Answer] = None
+  private var aggregateReplay = ""
 
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
 
@@ -58,11 +59,23 @@ private[deltareplay] class DeltaReplayScanBuilder(
    */
   override def pushAggregation(aggregation: Aggregation): Boolean = {
     if (!conf.metadataAggregates || dataFilters.nonEmpty) return false
-    if (aggregation.groupByExpressions.nonEmpty) return false
-    val replay = Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats = true)
-    replayed = Some(replay)
-    val files = ScanPlanner.prunePartitions(spark, snapshot, replay.files, partitionFilters)
-    aggregate = MetadataAggregates.answer(aggregation, files.toIndexedSeq, snapshot)
+    if (MetadataAggregates.functions(aggregation, snapshot).isEmpty) return false
+    if (
+      ExecutorPlanning.chosen(spark, snapshot, conf, needStats = true, replayedOnDriver = false)
+    ) {
+      // The file list is too big for the driver: fold the statistics where the files are.
+      val answered =
+        MetadataAggregates.answerOnExecutors(spark, snapshot, conf, aggregation, partitionFilters)
+      aggregate = answered.map(_._1)
+      aggregateReplay = answered.map(_._2).getOrElse("")
+    } else {
+      val replay =
+        Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats = true)
+      replayed = Some(replay)
+      aggregateReplay = replay.mode
+      val files = ScanPlanner.prunePartitions(spark, snapshot, replay.files, partitionFilters)
+      aggregate = MetadataAggregates.answer(aggregation, files.toIndexedSeq, snapshot)
+    }
     aggregate.isDefined
   }
 
@@ -71,7 +84,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
       new MetadataAggregates.StatsAggregateScan(
         snapshot,
         answer,
-        replayed.map(_.mode).getOrElse(""),
+        aggregateReplay,
         partitionFilters.mkString("[", ", ", "]")
       )
     case None => buildScan()

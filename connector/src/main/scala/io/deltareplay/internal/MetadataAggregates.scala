@@ -32,114 +32,236 @@ import org.apache.spark.sql.types._
  */
 private[deltareplay] object MetadataAggregates {
 
-  private val mapper = new ObjectMapper()
-
   /** One answered aggregation: its row (Spark's partial-aggregate schema) and what it used. */
   final case class Answer(schema: StructType, row: InternalRow, files: Long, functions: Seq[String])
+
+  /** What one aggregate function needs from each file's statistics (travels to executors). */
+  sealed trait Function extends Serializable { def field: StructField }
+  final case class CountStarOf() extends Function {
+    def field: StructField = StructField("count(*)", LongType, nullable = false)
+  }
+  final case class CountOf(column: String, physical: String) extends Function {
+    def field: StructField = StructField(s"count($column)", LongType, nullable = false)
+  }
+  final case class BoundOf(column: String, physical: String, dataType: DataType, isMin: Boolean)
+      extends Function {
+    def field: StructField =
+      StructField(s"${if (isMin) "min" else "max"}($column)", dataType, nullable = true)
+  }
 
   private def column(ref: NamedReference, schema: StructType): Option[StructField] =
     if (ref.fieldNames.length != 1) None
     else schema.fields.find(_.name.equalsIgnoreCase(ref.fieldNames.head))
 
-  /** The answer for `agg` over `files`, or None when the statistics cannot give it exactly. */
-  def answer(
-      agg: Aggregation,
-      files: Seq[LiveFile],
-      snapshot: TableSnapshot
-  ): Option[Answer] = {
+  /** The functions of `agg` when statistics can answer each of them in principle. */
+  def functions(agg: Aggregation, snapshot: TableSnapshot): Option[Seq[Function]] = {
     if (agg.groupByExpressions.nonEmpty) return None
     val schema = snapshot.schema
     val partitions = snapshot.partitionColumns.map(_.toLowerCase).toSet
-    val parsed =
-      try files.map(f => (f, if (f.stats == null) null else mapper.readTree(f.stats)))
-      catch { case NonFatal(_) => return None }
-    if (parsed.exists { case (_, s) => s == null || !s.path("numRecords").canConvertToLong })
-      return None
-    val anyDv = files.exists(_.dv.isDefined)
-    def exactBounds(f: LiveFile, s: JsonNode): Boolean =
-      f.dv.isEmpty || s.path("tightBounds").asBoolean(false)
-
-    val fields = Seq.newBuilder[StructField]
-    val values = Seq.newBuilder[Any]
-    val names = Seq.newBuilder[String]
-    agg.aggregateExpressions.foreach {
-      case _: CountStar =>
-        val n = parsed.map { case (f, s) =>
-          s.path("numRecords").asLong() - f.dv.map(_.cardinality).getOrElse(0L)
-        }.sum
-        fields += StructField("count(*)", LongType, nullable = false)
-        values += n
-        names += "count(*)"
-      case c: Count if !c.isDistinct && !anyDv =>
-        val field = c.column match {
-          case ref: NamedReference => column(ref, schema)
-          case _ => None
-        }
-        if (field.isEmpty || partitions.contains(field.get.name.toLowerCase)) return None
-        val phys = snapshot.meta.physicalName(field.get.name)
-        val counts = parsed.map { case (_, s) =>
-          val nulls = s.path("nullCount").path(phys)
-          if (!nulls.canConvertToLong) return None
-          s.path("numRecords").asLong() - nulls.asLong()
-        }
-        fields += StructField(s"count(${field.get.name})", LongType, nullable = false)
-        values += counts.sum
-        names += s"count(${field.get.name})"
+    def dataColumn(e: Any): Option[StructField] = (e match {
+      case ref: NamedReference => column(ref, schema)
+      case _ => None
+    }).filterNot(f => partitions.contains(f.name.toLowerCase))
+    val out = agg.aggregateExpressions.toSeq.map {
+      case _: CountStar => CountStarOf()
+      case c: Count if !c.isDistinct =>
+        val f = dataColumn(c.column).getOrElse(return None)
+        CountOf(f.name, snapshot.meta.physicalName(f.name))
       case m @ (_: Min | _: Max) =>
         val (ref, isMin) = m match {
           case x: Min => (x.column, true)
           case x: Max => (x.column, false)
           case _ => return None
         }
-        val field = ref match {
-          case r: NamedReference => column(r, schema)
-          case _ => None
-        }
-        if (field.isEmpty || partitions.contains(field.get.name.toLowerCase)) return None
-        val f = field.get
-        val convert: JsonNode => Option[Any] = f.dataType match {
-          case ByteType => n => Option.when(n.canConvertToInt)(n.asInt().toByte)
-          case ShortType => n => Option.when(n.canConvertToInt)(n.asInt().toShort)
-          case IntegerType => n => Option.when(n.canConvertToInt)(n.asInt())
-          case LongType => n => Option.when(n.canConvertToLong)(n.asLong())
-          case DateType =>
-            n =>
-              if (!n.isTextual) None
-              else
-                try Some(java.time.LocalDate.parse(n.asText()).toEpochDay.toInt)
-                catch { case NonFatal(_) => None }
+        val f = dataColumn(ref).getOrElse(return None)
+        f.dataType match {
+          case ByteType | ShortType | IntegerType | LongType | DateType =>
+            BoundOf(f.name, snapshot.meta.physicalName(f.name), f.dataType, isMin)
           case _ => return None
         }
-        val phys = snapshot.meta.physicalName(f.name)
-        val bounds = parsed.flatMap { case (lf, s) =>
-          if (!exactBounds(lf, s)) return None
-          val bound = s.path(if (isMin) "minValues" else "maxValues").path(phys)
-          if (bound.isMissingNode || bound.isNull) {
-            // No bound: fine only if the file's column is all null (or the file is empty).
-            val nulls = s.path("nullCount").path(phys)
-            val rows = s.path("numRecords").asLong()
-            if (rows == 0L || (nulls.canConvertToLong && nulls.asLong() == rows)) None
-            else return None
-          } else {
-            Some(convert(bound).getOrElse(return None))
-          }
-        }
-        val ordering = f.dataType match {
-          case ByteType => Ordering.Byte.asInstanceOf[Ordering[Any]]
-          case ShortType => Ordering.Short.asInstanceOf[Ordering[Any]]
-          case IntegerType | DateType => Ordering.Int.asInstanceOf[Ordering[Any]]
-          case _ => Ordering.Long.asInstanceOf[Ordering[Any]]
-        }
-        val result =
-          if (bounds.isEmpty) null else if (isMin) bounds.min(ordering) else bounds.max(ordering)
-        val name = s"${if (isMin) "min" else "max"}(${f.name})"
-        fields += StructField(name, f.dataType, nullable = true)
-        values += result
-        names += name
       case _ => return None
     }
-    val row = new GenericInternalRow(values.result().toArray)
-    Some(Answer(StructType(fields.result()), row, files.size.toLong, names.result()))
+    Some(out)
+  }
+
+  /**
+   * The aggregates over some of the files, so far: sums, bounds (as longs; dates as epoch days),
+   * whether a file had a deletion vector, or that the statistics cannot answer (`failed`).
+   */
+  final class Partial(val functions: Array[Function]) extends Serializable {
+    var failed = false
+    var anyDv = false
+    var files = 0L
+    val sums = new Array[Long](functions.length)
+    val bounds = new Array[Long](functions.length)
+    val hasBound = new Array[Boolean](functions.length)
+    @transient private lazy val mapper = new ObjectMapper()
+
+    /** Adds one file, from its stats JSON and its DV cardinality (-1: no DV). */
+    def add(stats: String, dvCardinality: Long): Unit = if (!failed) {
+      files += 1
+      val s =
+        try if (stats == null) null else mapper.readTree(stats)
+        catch { case NonFatal(_) => null }
+      if (s == null || !s.path("numRecords").canConvertToLong) { failed = true; return }
+      val rows = s.path("numRecords").asLong()
+      val hasDv = dvCardinality >= 0
+      anyDv ||= hasDv
+      var i = 0
+      while (i < functions.length && !failed) {
+        functions(i) match {
+          case CountStarOf() => sums(i) += rows - math.max(dvCardinality, 0L)
+          case CountOf(_, phys) =>
+            val nulls = s.path("nullCount").path(phys)
+            if (!nulls.canConvertToLong) failed = true else sums(i) += rows - nulls.asLong()
+          case BoundOf(_, phys, dataType, isMin) =>
+            // Bounds are exact without a DV, or with one when the file says so.
+            if (hasDv && !s.path("tightBounds").asBoolean(false)) failed = true
+            else {
+              val bound = s.path(if (isMin) "minValues" else "maxValues").path(phys)
+              if (bound.isMissingNode || bound.isNull) {
+                // No bound: fine only if the file's column is all null (or the file is empty).
+                val nulls = s.path("nullCount").path(phys)
+                if (!(rows == 0L || (nulls.canConvertToLong && nulls.asLong() == rows))) {
+                  failed = true
+                }
+              } else
+                asLong(bound, dataType) match {
+                  case None => failed = true
+                  case Some(v) =>
+                    if (!hasBound(i) || (if (isMin) v < bounds(i) else v > bounds(i))) {
+                      bounds(i) = v
+                      hasBound(i) = true
+                    }
+                }
+            }
+        }
+        i += 1
+      }
+    }
+
+    def merge(other: Partial): Partial = {
+      failed ||= other.failed
+      anyDv ||= other.anyDv
+      files += other.files
+      functions.indices.foreach { i =>
+        sums(i) += other.sums(i)
+        if (other.hasBound(i)) {
+          val better = functions(i) match {
+            case BoundOf(_, _, _, isMin) =>
+              !hasBound(i) || (if (isMin) other.bounds(i) < bounds(i)
+                               else other.bounds(i) > bounds(i))
+            case _ => false
+          }
+          if (better) { bounds(i) = other.bounds(i); hasBound(i) = true }
+        }
+      }
+      this
+    }
+
+    /** The answer, when the statistics of all files added give it exactly. */
+    def finish(): Option[Answer] = {
+      if (failed) return None
+      // A DV does not say whether the rows it deletes were null.
+      if (anyDv && functions.exists(_.isInstanceOf[CountOf])) return None
+      val values = functions.indices.map { i =>
+        functions(i) match {
+          case CountStarOf() | CountOf(_, _) => Long.box(sums(i))
+          case BoundOf(_, _, dataType, _) =>
+            if (!hasBound(i)) null
+            else
+              // boxed one by one: a plain match would widen every branch to Long
+              dataType match {
+                case ByteType => Byte.box(bounds(i).toByte)
+                case ShortType => Short.box(bounds(i).toShort)
+                case IntegerType | DateType => Int.box(bounds(i).toInt)
+                case _ => Long.box(bounds(i))
+              }
+        }
+      }
+      Some(
+        Answer(
+          StructType(functions.map(_.field).toSeq),
+          new GenericInternalRow(values.toArray[Any]),
+          files,
+          functions.map(_.field.name).toSeq
+        )
+      )
+    }
+  }
+
+  private def asLong(n: JsonNode, dataType: DataType): Option[Long] = dataType match {
+    case ByteType | ShortType | IntegerType => Option.when(n.canConvertToInt)(n.asInt().toLong)
+    case LongType => Option.when(n.canConvertToLong)(n.asLong())
+    case DateType =>
+      if (!n.isTextual) None
+      else
+        try Some(java.time.LocalDate.parse(n.asText()).toEpochDay)
+        catch { case NonFatal(_) => None }
+    case _ => None
+  }
+
+  /**
+   * The answer for `agg` over `files` (on the driver), or None when the statistics cannot give it.
+   */
+  def answer(
+      agg: Aggregation,
+      files: Seq[LiveFile],
+      snapshot: TableSnapshot
+  ): Option[Answer] = functions(agg, snapshot).flatMap { fs =>
+    val partial = new Partial(fs.toArray)
+    files.foreach(f => partial.add(f.stats, f.dv.map(_.cardinality).getOrElse(-1L)))
+    partial.finish()
+  }
+
+  /**
+   * The answer for `agg` computed where the files are: the distributed replay's live files (with
+   * statistics) are pruned by `partitionFilters` and folded into partial aggregates in the replay
+   * tasks; only one partial per task reaches the driver. For tables whose file list is too big for
+   * the driver (see [[ExecutorPlanning.chosen]]). Returns the answer and the replay's label.
+   */
+  def answerOnExecutors(
+      spark: org.apache.spark.sql.SparkSession,
+      snapshot: TableSnapshot,
+      conf: ReadConf,
+      agg: Aggregation,
+      partitionFilters: Seq[org.apache.spark.sql.catalyst.expressions.Expression]
+  ): Option[(Answer, String)] = functions(agg, snapshot).flatMap { fs =>
+    val segment = snapshot.segment
+    val filter = PartitionFilter(
+      snapshot,
+      partitionFilters,
+      spark.sessionState.conf.sessionLocalTimeZone
+    )
+    val replay = new DistributedReplay(spark, segment, conf, needStats = true)
+    val description = s"delta-replay: aggregates of ${segment.table} v${segment.version}"
+    val (partials, _) = DistributedReplay.inJobGroup(spark, description) {
+      val (frame, _) = replay.liveFrame(withStats = true)
+      val template = new Partial(fs.toArray)
+      val folded = frame.queryExecution.toRdd.mapPartitions { rows =>
+        val p = new Partial(template.functions)
+        val interner = new Replay.Interner
+        while (rows.hasNext && !p.failed) {
+          val r = rows.next()
+          val keep = filter.filters.isEmpty || filter.matches(
+            if (r.isNullAt(1)) Map.empty[String, String]
+            else interner(CheckpointSchema.toMap(r.getMap(1)))
+          )
+          if (keep) {
+            val dv =
+              if (r.isNullAt(4)) -1L else r.getStruct(4, FileActions.DvType.length).getLong(4)
+            p.add(if (r.isNullAt(5)) null else r.getUTF8String(5).toString, dv)
+          }
+        }
+        Iterator(p)
+      }
+      DistributedReplay.logErrors(segment)(folded.collect())
+    }
+    partials
+      .reduceOption(_ merge _)
+      .getOrElse(new Partial(fs.toArray))
+      .finish()
+      .map(_ -> s"${replay.modeLabel}, on the executors")
   }
 
   /** A scan that returns the one precomputed row (Spark adds its final aggregate on top). */
