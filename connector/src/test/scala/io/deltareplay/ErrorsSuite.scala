@@ -28,11 +28,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
     replayModes.map { mode =>
       withReplayMode(mode) {
         val e = intercept[Exception](ours(path, options).collect())
-        val msg = Iterator
-          .iterate[Throwable](e)(_.getCause)
-          .takeWhile(_ != null)
-          .map(_.getMessage)
-          .mkString(" / ")
+        val msg = causeMessages(e)
         assert(
           msg.contains("[delta-replay]") || msg.contains("DELTA_"),
           s"[$mode] unclear error: $msg"

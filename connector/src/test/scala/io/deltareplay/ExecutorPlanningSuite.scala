@@ -202,11 +202,7 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
             assert(new File(new Path(m).toUri).delete(), m)
           }
           val e = intercept[Exception](df.collect())
-          val msg = Iterator
-            .iterate[Throwable](e)(_.getCause)
-            .takeWhile(_ != null)
-            .map(_.getMessage)
-            .mkString(" / ")
+          val msg = causeMessages(e)
           assert(msg.contains("[delta-replay] The planning manifest"), msg)
           assert(msg.contains(path) && msg.contains("planning.scratchDir"), msg)
         }
@@ -224,11 +220,7 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
       withConf("spark.deltareplay.planning.scratchDir" -> scratch) {
         withReplayMode("executors") {
           val e = intercept[Exception](ours(path).collect())
-          val msg = Iterator
-            .iterate[Throwable](e)(_.getCause)
-            .takeWhile(_ != null)
-            .map(_.getMessage)
-            .mkString(" / ")
+          val msg = causeMessages(e)
           assert(msg.contains("[delta-replay] Executor-side planning could not write"), msg)
           assert(msg.contains(scratch) && msg.contains("planning.scratchDir"), msg)
           assert(!msg.contains("truncated or corrupt"), msg)

@@ -182,7 +182,7 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       spark.sql(s"UPDATE delta.`$path` SET g = 9 WHERE id = 15").collect() // v5: rewrite
       val e = intercept[Exception](batches(path, delta = false, Map("startingVersion" -> "1")))
       val msg =
-        Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString
+        causeMessages(e)
       assert(msg.contains("Version 3") && msg.contains("skipChangeCommits"), msg)
       val skipped =
         batches(path, delta = false, Map("startingVersion" -> "1", "skipChangeCommits" -> "true"))
@@ -206,10 +206,7 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
         batches(path, delta = false, Map("startingVersion" -> "1", "ignoreDeletes" -> "true"))
       )
       assert(
-        Iterator
-          .iterate[Throwable](e2)(_.getCause)
-          .takeWhile(_ != null)
-          .exists(_.getMessage.contains("Version 5"))
+        causeMessages(e2).contains("Version 5")
       )
       // OPTIMIZE (dataChange = false) passes silently.
       val opt = new File(dir, "o").getAbsolutePath
@@ -270,7 +267,7 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       val e = intercept[Exception](q.awaitTermination(120000))
       q.stop()
       val msg =
-        Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString
+        causeMessages(e)
       assert(msg.contains("schema") && msg.contains("Restart"), msg)
       start(Trigger.AvailableNow()).awaitTermination()
       assert(spark.read.format("delta").load(sink).where("extra = 'x'").count() === 10)
@@ -304,7 +301,7 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       appendCommit(other, 0, 5)
       val e = intercept[Exception](run(delta = false, other).awaitTermination())
       val msg =
-        Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString
+        causeMessages(e)
       assert(msg.contains("another Delta table"), msg)
     }
   }

@@ -5,34 +5,41 @@ import java.util.Locale
 import io.deltareplay.{DeltaReplayOptions => O}
 import org.apache.spark.sql.SparkSession
 
+/** A setting with a few named values. */
+private[deltareplay] trait Named { def name: String }
+
+private[deltareplay] object Named {
+
+  /** The choice named `value` (any case); an error naming `key` and the choices otherwise. */
+  def parse[T <: Named](key: String, value: String, choices: Seq[T]): T = {
+    val wanted = value.trim.toLowerCase(Locale.ROOT)
+    choices.find(_.name == wanted).getOrElse {
+      val names = choices.map(_.name)
+      throw Errors.badOption(key, wanted, names.init.mkString(", ") + " or " + names.last)
+    }
+  }
+}
+
 /** How the replay runs: on the driver, as a Spark job, or chosen by log size. */
-private[deltareplay] sealed trait ReplayMode { def name: String }
+private[deltareplay] sealed trait ReplayMode extends Named
 private[deltareplay] object ReplayMode {
   case object Auto extends ReplayMode { val name = "auto" }
   case object Local extends ReplayMode { val name = "local" }
   case object Distributed extends ReplayMode { val name = "distributed" }
 
-  def parse(value: String): ReplayMode = value.trim.toLowerCase(Locale.ROOT) match {
-    case "auto" => Auto
-    case "local" => Local
-    case "distributed" => Distributed
-    case other => throw Errors.badOption(O.ReplayModeKey, other, "auto, local or distributed")
-  }
+  def parse(value: String): ReplayMode =
+    Named.parse(O.ReplayModeKey, value, Seq(Auto, Local, Distributed))
 }
 
 /** Where a batch scan's file list is pruned, skipped and split (see `planning.mode`). */
-private[deltareplay] sealed trait PlanningMode { def name: String }
+private[deltareplay] sealed trait PlanningMode extends Named
 private[deltareplay] object PlanningMode {
   case object Auto extends PlanningMode { val name = "auto" }
   case object Driver extends PlanningMode { val name = "driver" }
   case object Executors extends PlanningMode { val name = "executors" }
 
-  def parse(value: String): PlanningMode = value.trim.toLowerCase(Locale.ROOT) match {
-    case "auto" => Auto
-    case "driver" => Driver
-    case "executors" => Executors
-    case other => throw Errors.badOption(O.PlanningModeKey, other, "auto, driver or executors")
-  }
+  def parse(value: String): PlanningMode =
+    Named.parse(O.PlanningModeKey, value, Seq(Auto, Driver, Executors))
 }
 
 /**

@@ -166,5 +166,13 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
     }
   }
 
+  /** The messages of `e` and all its causes, joined: what a user sees of an error. */
+  def causeMessages(e: Throwable): String =
+    Iterator
+      .iterate[Throwable](e)(_.getCause)
+      .takeWhile(_ != null)
+      .map(_.getMessage)
+      .mkString(" / ")
+
   def latestVersion(path: String): Long = DeltaLog.forTable(spark, path).update().version
 }
