@@ -287,8 +287,8 @@ private[deltareplay] object DistributedReplay {
   def logErrors[T](segment: LogSegment)(job: => T): T =
     try job
     catch {
-      case e: org.apache.spark.SparkException if ours(e).isDefined => throw ours(e).get
       case e: org.apache.spark.SparkException =>
+        ours(e).foreach(own => throw own)
         val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
         throw Errors.corruptLogFile(
           segment.table,

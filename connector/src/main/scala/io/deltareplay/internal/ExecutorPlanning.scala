@@ -12,6 +12,7 @@ import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow}
+import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.execution.datasources.{
   OutputWriter,
@@ -214,26 +215,44 @@ private[deltareplay] case class ManifestWriter(
 ) {
 
   /** Opens the manifest of the running task; a failure names the scratch directory. */
-  def open(): (OutputWriter, Path, () => Long) =
-    try openUnchecked()
-    catch { case NonFatal(e) => throw Errors.manifestWriteFailed(directory, e) }
+  def open(): OpenManifest =
+    try {
+      val task = TaskContext.get()
+      val path =
+        new Path(directory, f"manifest-${task.partitionId()}%05d-${task.taskAttemptId()}.parquet")
+      val attempt = new TaskAttemptID(
+        new TaskID(new JobID("deltareplay", task.stageId()), TaskType.MAP, task.partitionId()),
+        task.attemptNumber()
+      )
+      val conf = hadoopConf.value.value
+      val writer = factory.newInstance(
+        path.toString,
+        ManifestWriter.Schema,
+        new TaskAttemptContextImpl(conf, attempt)
+      )
+      new OpenManifest(writer, path, conf)
+    } catch { case NonFatal(e) => throw Errors.manifestWriteFailed(directory, e) }
+}
 
-  private def openUnchecked(): (OutputWriter, Path, () => Long) = {
-    val task = TaskContext.get()
-    val path =
-      new Path(directory, f"manifest-${task.partitionId()}%05d-${task.taskAttemptId()}.parquet")
-    val attempt = new TaskAttemptID(
-      new TaskID(new JobID("deltareplay", task.stageId()), TaskType.MAP, task.partitionId()),
-      task.attemptNumber()
-    )
-    val conf = hadoopConf.value.value
-    val writer = factory.newInstance(
-      path.toString,
-      ManifestWriter.Schema,
-      new TaskAttemptContextImpl(conf, attempt)
-    )
-    (writer, path, () => path.getFileSystem(conf).getFileStatus(path).getLen)
-  }
+/** A task's manifest being written. */
+private[deltareplay] final class OpenManifest(
+    writer: OutputWriter,
+    path: Path,
+    conf: org.apache.hadoop.conf.Configuration
+) {
+  def uri: String = path.toUri.toString
+
+  def write(row: InternalRow): Unit = writer.write(row)
+
+  /** Closes it after a failure (the file is never read). */
+  def abort(): Unit = scala.util.Try(writer.close())
+
+  /** Closes it; returns its size. A failure names the manifest. */
+  def finish(): Long =
+    try {
+      writer.close()
+      path.getFileSystem(conf).getFileStatus(path).getLen
+    } catch { case NonFatal(e) => throw Errors.manifestWriteFailed(uri, e) }
 }
 
 private[deltareplay] object ManifestWriter {
@@ -273,21 +292,15 @@ private final class Binner(
    */
   def write(rows: Iterator[InternalRow], manifests: ManifestWriter): Iterator[BinSummary] = {
     val stats = skipping.map(_.build())
-    val interner = new Replay.Interner
     val packer = new BinPacker(maxSplit, openCost)
     val bins = scala.collection.mutable.ArrayBuffer.empty[Array[Long]] // files, bytes, rows, flags
-    var open: (OutputWriter, Path, () => Long) = null
+    var open: OpenManifest = null
     val out = new GenericInternalRow(ManifestWriter.Schema.length)
     var live, kept = 0L
     try
       rows.foreach { r =>
         live += 1
-        // Partition values are parsed only when a partition filter needs them.
-        val matches = partitions.filters.isEmpty || partitions.matches(
-          if (r.isNullAt(1)) Map.empty[String, String]
-          else interner(CheckpointSchema.toMap(r.getMap(1)))
-        )
-        if (matches) {
+        if (partitions.matches(if (r.isNullAt(1)) null else r.getMap(1))) {
           kept += 1
           val statsJson = if (stats.isEmpty || r.isNullAt(5)) null else r.getUTF8String(5).toString
           if (stats.forall(_.mightMatch(statsJson))) {
@@ -320,7 +333,7 @@ private final class Binner(
                 if (dv != null) b(3) |= 2L
               }
               b(1) += length
-              open._1.write(out)
+              open.write(out)
               start += maxSplit
             }
           }
@@ -328,7 +341,7 @@ private final class Binner(
       }
     catch {
       case e: Throwable =>
-        if (open != null) scala.util.Try(open._1.close())
+        if (open != null) open.abort()
         throw e
     } finally {
       liveCount.add(live)
@@ -336,10 +349,8 @@ private final class Binner(
     }
     if (open == null) Iterator.empty
     else {
-      val manifest = open._2.toUri.toString
-      val size =
-        try { open._1.close(); open._3() }
-        catch { case NonFatal(e) => throw Errors.manifestWriteFailed(manifest, e) }
+      val manifest = open.uri
+      val size = open.finish()
       bins.iterator.zipWithIndex.map { case (b, i) =>
         BinSummary(manifest, size, i, b(0), b(1), b(2), (b(3) & 1L) != 0, (b(3) & 2L) != 0)
       }
@@ -387,8 +398,20 @@ private[deltareplay] case class PartitionFilter(
   }
   @transient private lazy val values = new PartitionValues(schema, physicalNames, timeZone)
 
+  @transient private lazy val interner = new Replay.Interner
+
   def matches(partitionValues: Map[String, String]): Boolean =
     filters.isEmpty || predicate.eval(values.row(partitionValues))
+
+  /**
+   * [[matches]] on a row's `partitionValues` map (null: none), parsed only when a filter needs
+   * them; identical maps share one typed row.
+   */
+  def matches(partitionValues: MapData): Boolean =
+    filters.isEmpty || matches(
+      if (partitionValues == null) Map.empty[String, String]
+      else interner(CheckpointSchema.toMap(partitionValues))
+    )
 }
 
 private[deltareplay] object PartitionFilter {

@@ -269,27 +269,24 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   def estimatedFiles(): Long = {
     val files = segment.checkpoint ++ (if (segment.checkpointVersion.isDefined) sidecars() else Nil)
     val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
-    val fromParquet = parquet.map { file =>
-      try {
-        val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, hadoopConf))
-        try reader.getRecordCount
-        finally reader.close()
-      } catch {
-        case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
-      }
-    }.sum
+    val fromParquet = parquet.map(file => footer(file)(_.getRecordCount)).sum
     fromParquet + (json.map(_.getLen).sum + segment.commitBytes) / 512
   }
 
   // ---------------------------------------------------------------- Parquet on the driver
 
   def footerSchema(file: FileStatus): StructType =
+    footer(file) { reader =>
+      new ParquetToSparkSchemaConverter(hadoopConf).convert(
+        reader.getFooter.getFileMetaData.getSchema
+      )
+    }
+
+  /** `read` applied to the footer of a Parquet log file; a failure names the file. */
+  private def footer[T](file: FileStatus)(read: ParquetFileReader => T): T =
     try {
       val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, hadoopConf))
-      try
-        new ParquetToSparkSchemaConverter(hadoopConf).convert(
-          reader.getFooter.getFileMetaData.getSchema
-        )
+      try read(reader)
       finally reader.close()
     } catch {
       case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)

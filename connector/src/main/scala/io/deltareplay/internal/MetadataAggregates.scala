@@ -237,17 +237,12 @@ private[deltareplay] object MetadataAggregates {
     val description = s"delta-replay: aggregates of ${segment.table} v${segment.version}"
     val (partials, _) = DistributedReplay.inJobGroup(spark, description) {
       val (frame, _) = replay.liveFrame(withStats = true)
-      val template = new Partial(fs.toArray)
+      val functions = fs.toArray
       val folded = frame.queryExecution.toRdd.mapPartitions { rows =>
-        val p = new Partial(template.functions)
-        val interner = new Replay.Interner
+        val p = new Partial(functions)
         while (rows.hasNext && !p.failed) {
           val r = rows.next()
-          val keep = filter.filters.isEmpty || filter.matches(
-            if (r.isNullAt(1)) Map.empty[String, String]
-            else interner(CheckpointSchema.toMap(r.getMap(1)))
-          )
-          if (keep) {
+          if (filter.matches(if (r.isNullAt(1)) null else r.getMap(1))) {
             val dv =
               if (r.isNullAt(4)) -1L else r.getStruct(4, FileActions.DvType.length).getLong(4)
             p.add(if (r.isNullAt(5)) null else r.getUTF8String(5).toString, dv)
