@@ -73,6 +73,7 @@ lazy val connector = (project in file("connector"))
       "-Xmx4g",
       "-Xss4m",
       "-XX:+UseG1GC",
+      "-Dfile.encoding=UTF-8",
       "-Dspark.ui.enabled=false",
       "-Dspark.sql.shuffle.partitions=4",
       "-Dspark.ui.showConsoleProgress=false",

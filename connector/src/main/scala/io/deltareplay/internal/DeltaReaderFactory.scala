@@ -184,7 +184,7 @@ private[deltareplay] object DeltaReaderFactory {
         val (_, manifestHadoopConf) =
           parquetReader(spark, manifestConf, schema, schema, new StructType(), Array.empty)
         ManifestReader(
-          Replay.tableUri(snapshot.segment),
+          snapshot.segment.paths,
           manifestConf.getAllConfs,
           manifestHadoopConf,
           readPartitionSchema,

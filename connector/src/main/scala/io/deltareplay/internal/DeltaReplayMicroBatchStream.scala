@@ -248,7 +248,7 @@ private[deltareplay] class StreamPlanner(
         listing.commits.getOrElse(version, throw Errors.streamLogGone(start.table, version))
       }
     )
-    val segment = LogSegment(start.tablePath, version, None, "none", Nil, Seq(status))
+    val segment = start.segment.onlyCommits(Seq(status), version)
     val reader = new LogReader(spark, segment)
     reader.commitProtocolAndMetadata().foreach {
       case DeltaAdapter.MetadataAction(m) =>
@@ -269,7 +269,7 @@ private[deltareplay] class StreamPlanner(
       else if (options.ignoreDeletes && adds.isEmpty) Nil
       else throw Errors.dataChangeInSource(start.table, version)
     emitted.zipWithIndex.map { case (a, i) =>
-      FileItem(StreamOffset(tableId, version, i.toLong, false), a.toLiveFile)
+      FileItem(StreamOffset(tableId, version, i.toLong, false), a.toLiveFile())
     }
   }
 

@@ -80,7 +80,7 @@ private[deltareplay] object ExecutorPlanning {
     .add("length", LongType, nullable = false)
     .add("fileSize", LongType, nullable = false)
     .add("modificationTime", LongType, nullable = false)
-    .add("dv", FileActions.DvType)
+    .add("dv", DvDescriptor.Type)
 
   /** Manifest Parquet layout: small pages, so that one bin's read decodes little else. */
   val WriteOptions: Map[String, String] = Map(
@@ -108,7 +108,7 @@ private[deltareplay] object ExecutorPlanning {
         ReplayState
           .lookup(
             spark,
-            Replay.tableUri(segment),
+            segment.paths.root,
             snapshot.meta.tableId,
             segment.version,
             needStats
@@ -150,7 +150,7 @@ private[deltareplay] object ExecutorPlanning {
     val replay = new DistributedReplay(spark, segment, conf, needStats)
     val description = s"delta-replay: plan ${segment.table} v${segment.version} on the executors"
     val ((actions, summary), tasks) = DistributedReplay.inJobGroup(spark, description) {
-      val (frame, tailActions) = replay.liveFrame(withStats = needStats)
+      val (frame, tailActions) = replay.liveFrame()
       val qe = frame.queryExecution
       val bins = qe.toRdd.mapPartitions(rows => binner.write(rows, writer))
       val summary = DistributedReplay.logErrors(segment)(bins.collect())
@@ -300,20 +300,27 @@ private final class Binner(
     try
       rows.foreach { r =>
         live += 1
-        if (partitions.matches(if (r.isNullAt(1)) null else r.getMap(1))) {
+        import LiveFile.Ord
+        val pv = if (r.isNullAt(Ord.PartitionValues)) null else r.getMap(Ord.PartitionValues)
+        if (partitions.matches(pv)) {
           kept += 1
-          val statsJson = if (stats.isEmpty || r.isNullAt(5)) null else r.getUTF8String(5).toString
+          val statsJson =
+            if (stats.isEmpty || r.isNullAt(Ord.Stats)) null
+            else r.getUTF8String(Ord.Stats).toString
           if (stats.forall(_.mightMatch(statsJson))) {
             if (open == null) open = manifests.open()
-            val size = if (r.isNullAt(2)) 0L else r.getLong(2)
-            val dv = if (r.isNullAt(4)) null else r.getStruct(4, FileActions.DvType.length)
+            val size = if (r.isNullAt(Ord.Size)) 0L else r.getLong(Ord.Size)
+            val dv = if (r.isNullAt(Ord.Dv)) null else r.getStruct(Ord.Dv, DvDescriptor.Type.length)
             val fileRows = StatsRows
               .numRecords(statsJson)
-              .map(n => n - (if (dv == null) 0L else dv.getLong(4)))
-            out.update(1, r.getUTF8String(0)) // as the log has it; readers resolve it
-            out.update(2, if (r.isNullAt(1)) null else r.getMap(1))
+              .map(n => n - (if (dv == null) 0L else dv.getLong(DvDescriptor.Ord.Cardinality)))
+            out.update(1, r.getUTF8String(Ord.Path)) // as the log has it; readers resolve it
+            out.update(2, pv)
             out.setLong(5, size)
-            out.setLong(6, if (r.isNullAt(3)) 0L else r.getLong(3))
+            out.setLong(
+              6,
+              if (r.isNullAt(Ord.ModificationTime)) 0L else r.getLong(Ord.ModificationTime)
+            )
             out.update(7, dv)
             var start = 0L
             while (start < math.max(size, 1L)) {
@@ -410,7 +417,7 @@ private[deltareplay] case class PartitionFilter(
   def matches(partitionValues: MapData): Boolean =
     filters.isEmpty || matches(
       if (partitionValues == null) Map.empty[String, String]
-      else interner(CheckpointSchema.toMap(partitionValues))
+      else interner(FileAction.toMap(partitionValues))
     )
 }
 
@@ -465,7 +472,7 @@ private[deltareplay] object SkippingSpec {
  *   Hadoop configuration set up to read [[ExecutorPlanning.ManifestSchema]]
  */
 private[deltareplay] case class ManifestReader(
-    tableUri: String,
+    paths: TablePaths,
     sqlSettings: Map[String, String],
     hadoopConf: Broadcast[SerializableConfiguration],
     partitionSchema: StructType,
@@ -514,10 +521,10 @@ private[deltareplay] case class ManifestReader(
         if (r.getInt(0) == p.bin) {
           val pv =
             if (r.isNullAt(2)) Map.empty[String, String]
-            else interner(CheckpointSchema.toMap(r.getMap(2)))
+            else interner(FileAction.toMap(r.getMap(2)))
           files += PartitionedFile(
             values.row(pv),
-            SparkPath.fromUrlString(Replay.canonicalPath(tableUri, r.getUTF8String(1).toString)),
+            SparkPath.fromUrlString(paths.absolute(r.getUTF8String(1).toString)),
             r.getLong(3),
             r.getLong(4),
             Array.empty,
@@ -525,7 +532,7 @@ private[deltareplay] case class ManifestReader(
             r.getLong(5),
             Map.empty
           )
-          dvs += CheckpointSchema.dv(r, 7).orNull
+          dvs += DvDescriptor.fromInternalRow(r, 7).orNull
         }
       }
     finally reader.close()

@@ -11,15 +11,18 @@ private[deltareplay] object LocalReplay {
   type Key = (String, String)
 
   /** The newest action per key among `actions` of the commits after a checkpoint. */
-  final class Reconciler(tableUri: String) {
-    val winners = new java.util.HashMap[Key, RawAction]()
+  final class Reconciler(paths: TablePaths) {
+    val winners = new java.util.HashMap[Key, FileAction.Action]()
     var count = 0L
 
-    def key(a: RawAction): Key =
-      (Replay.canonicalPath(tableUri, a.path), a.dv.map(_.uniqueId).getOrElse(""))
+    def key(a: FileAction.Action): Key = a.key(paths)
+
+    /** Whether a live file's key is among those the reconciled commits touched. */
+    def touched(f: LiveFile): Boolean =
+      !winners.isEmpty && winners.containsKey((paths.key(f.path), f.dv.fold("")(_.uniqueId)))
 
     /** Applies one commit's actions (rule 2: within a commit the add wins). */
-    def applyCommit(actions: Iterable[RawAction]): Unit = {
+    def applyCommit(actions: Iterable[FileAction.Action]): Unit = {
       val (adds, removes) = actions.partition(_.isAdd)
       removes.foreach(r => winners.put(key(r), r))
       adds.foreach(a => winners.put(key(a), a))
@@ -27,8 +30,8 @@ private[deltareplay] object LocalReplay {
     }
 
     /** Applies a stream of actions ordered by version, grouping each version's actions. */
-    def applyInOrder(actions: Iterator[RawAction]): Unit = {
-      val buffer = mutable.ArrayBuffer.empty[RawAction]
+    def applyInOrder(actions: Iterator[FileAction.Action]): Unit = {
+      val buffer = mutable.ArrayBuffer.empty[FileAction.Action]
       var current = Long.MinValue
       actions.foreach { a =>
         if (a.version != current && buffer.nonEmpty) {
@@ -40,12 +43,24 @@ private[deltareplay] object LocalReplay {
       }
       if (buffer.nonEmpty) applyCommit(buffer.toSeq)
     }
+
+    /** The winning adds: the live files these commits leave (rule 3). */
+    def liveFiles(interner: Replay.Interner = new Replay.Interner): Seq[LiveFile] = {
+      val out = mutable.ArrayBuffer.empty[LiveFile]
+      winners.values().forEach { a =>
+        if (a.isAdd) out += a.toLiveFile(interner(a.partitionValues))
+      }
+      out.toSeq
+    }
   }
 
   /** Live files of the segment and the number of actions replayed. */
-  def run(reader: LogReader, segment: LogSegment, needStats: Boolean): (Array[LiveFile], Long) = {
-    val uri = Replay.tableUri(segment)
-    val tail = new Reconciler(uri)
+  def run(
+      reader: LogReader,
+      segment: LogSegment,
+      needStats: Boolean
+  ): (Array[LiveFile], Long) = {
+    val tail = new Reconciler(segment.paths)
     tail.applyInOrder(reader.commitActions(needStats))
     val interner = new Replay.Interner
     val live = mutable.ArrayBuffer.empty[LiveFile]
@@ -53,13 +68,11 @@ private[deltareplay] object LocalReplay {
     // Checkpoint rows are unique per key: one survives unless a later commit touched its key.
     reader.checkpointActions(needStats).foreach { a =>
       checkpointRows += 1
-      if (a.isAdd && !tail.winners.containsKey(tail.key(a))) {
-        live += a.copy(partitionValues = interner(a.partitionValues)).toLiveFile
+      if (a.isAdd && (tail.winners.isEmpty || !tail.winners.containsKey(tail.key(a)))) {
+        live += a.toLiveFile(interner(a.partitionValues))
       }
     }
-    tail.winners.values().forEach { a =>
-      if (a.isAdd) live += a.copy(partitionValues = interner(a.partitionValues)).toLiveFile
-    }
+    live ++= tail.liveFiles(interner)
     (live.toArray, checkpointRows + tail.count)
   }
 }

@@ -22,21 +22,6 @@ import org.apache.spark.sql.execution.datasources.parquet.{
 }
 import org.apache.spark.sql.types._
 
-/** One add or remove as read from a commit or checkpoint, tagged with its version. */
-private[deltareplay] case class RawAction(
-    version: Long,
-    isAdd: Boolean,
-    path: String,
-    partitionValues: Map[String, String],
-    size: Long,
-    modificationTime: Long,
-    dataChange: Boolean,
-    stats: String,
-    dv: Option[DvDescriptor]
-) {
-  def toLiveFile: LiveFile = LiveFile(path, partitionValues, size, modificationTime, stats, dv)
-}
-
 /**
  * Reads log files on the driver without a Spark job: JSON commits line by line, checkpoint Parquet
  * through Spark's own Parquet reader called in-process. Used for protocol/metadata loading, the
@@ -158,80 +143,40 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   // ---------------------------------------------------------------- file actions
 
   /** Adds and removes of the commits after the checkpoint, in log order. */
-  def commitActions(needStats: Boolean): Iterator[RawAction] =
+  def commitActions(needStats: Boolean): Iterator[FileAction.Action] =
     segment.commits.iterator.flatMap { file =>
       val version = LogFiles.commitVersionOf(file.getPath.getName)
       readText(file).iterator.flatMap { line =>
-        if (!line.contains("\"add\"") && !line.contains("\"remove\"")) {
-          parseLine(file, line)
-          None
-        } else jsonAction(file, version, parseLine(file, line), needStats)
+        val node = parseLine(file, line)
+        if (!line.contains("\"add\"") && !line.contains("\"remove\"")) None
+        else action(file, FileAction.fromJson(node, version, needStats))
       }
     }
 
-  private def jsonAction(
-      file: FileStatus,
-      version: Long,
-      node: JsonNode,
-      needStats: Boolean
-  ): Option[RawAction] = {
-    val (isAdd, body) =
-      if (node.has("add")) (true, node.get("add"))
-      else if (node.has("remove")) (false, node.get("remove"))
-      else return None
-    def text(field: String): String =
-      Option(body.get(field)).filterNot(_.isNull).map(_.asText()).orNull
-    def long(field: String): Long =
-      Option(body.get(field)).filterNot(_.isNull).map(_.asLong()).getOrElse(0L)
-    val path = text("path")
-    if (path == null) {
-      throw Errors.malformedAction(table, file.getPath.toString, s"an action without a path: $node")
+  /** An action decoded from `file`, a path-less action turned into an error naming the file. */
+  private def action(file: FileStatus, decode: => Option[FileAction.Action]) =
+    try decode
+    catch {
+      case FileAction.MissingPath(node) =>
+        throw Errors.malformedAction(
+          table,
+          file.getPath.toString,
+          s"an action without a path: $node"
+        )
     }
-    val pv = Option(body.get("partitionValues")).filterNot(_.isNull) match {
-      case Some(obj) =>
-        val b = Map.newBuilder[String, String]
-        obj.properties().forEach { e =>
-          b += e.getKey -> (if (e.getValue.isNull) null else e.getValue.asText())
-        }
-        b.result()
-      case None => Map.empty[String, String]
-    }
-    val dv = Option(body.get("deletionVector")).filterNot(_.isNull).map { d =>
-      DvDescriptor(
-        storageType = d.get("storageType").asText(),
-        pathOrInlineDv = d.get("pathOrInlineDv").asText(),
-        offset = Option(d.get("offset")).filterNot(_.isNull).map(_.asInt()),
-        sizeInBytes = d.get("sizeInBytes").asInt(),
-        cardinality = d.get("cardinality").asLong()
-      )
-    }
-    Some(
-      RawAction(
-        version = version,
-        isAdd = isAdd,
-        path = path,
-        partitionValues = pv,
-        size = long("size"),
-        modificationTime = long("modificationTime"),
-        dataChange = Option(body.get("dataChange")).forall(_.asBoolean(true)),
-        stats = if (needStats && isAdd) text("stats") else null,
-        dv = dv
-      )
-    )
-  }
 
   /** Adds and removes of the checkpoint (all parts, and the sidecars of a V2 checkpoint). */
-  def checkpointActions(needStats: Boolean): Iterator[RawAction] = {
+  def checkpointActions(needStats: Boolean): Iterator[FileAction.Action] = {
     val version = segment.checkpointVersion.getOrElse(return Iterator.empty)
     val files = segment.checkpoint ++ sidecars()
     files.iterator.flatMap { file =>
       if (file.getPath.getName.endsWith(".json")) {
-        readText(file).iterator.flatMap(l =>
-          jsonAction(file, version, parseLine(file, l), needStats)
-        )
+        readText(file).iterator.flatMap { l =>
+          action(file, FileAction.fromJson(parseLine(file, l), version, needStats))
+        }
       } else {
-        val plan = CheckpointSchema.forFile(footerSchema(file), needStats)
-        readParquet(file, plan.readSchema).flatMap(row => plan.toAction(version, row))
+        val layout = CheckpointLayout.forFile(footerSchema(file), needStats)
+        readParquet(file, layout.readSchema).flatMap(row => layout.toAction(version, row))
       }
     }
   }
@@ -246,7 +191,7 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
           Option(node.get("sidecar")).map(_.get("path").asText())
         }
       } else if (footerSchema(file).fieldNames.contains("sidecar")) {
-        val schema = new StructType().add("sidecar", FileActions.SidecarType)
+        val schema = new StructType().add("sidecar", FileAction.SidecarType)
         readParquet(file, schema).flatMap { row =>
           if (row.isNullAt(0)) None else Some(row.getStruct(0, 2).getUTF8String(0).toString)
         }.toSeq

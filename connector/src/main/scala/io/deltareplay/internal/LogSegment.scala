@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 
 import io.deltareplay.internal.LogFiles._
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
 
 /**
  * The log files that reconstruct one version of a table: the newest complete checkpoint at or
@@ -20,6 +20,7 @@ import org.apache.hadoop.fs.{FileStatus, Path}
  */
 private[deltareplay] case class LogSegment(
     tablePath: Path,
+    paths: TablePaths,
     version: Long,
     checkpointVersion: Option[Long],
     checkpointKind: String,
@@ -32,6 +33,16 @@ private[deltareplay] case class LogSegment(
   def totalBytes: Long = checkpointBytes + commitBytes
   def table: String = tablePath.toString
 
+  /** The segment of the commits `commits` alone (ascending), with no checkpoint. */
+  def onlyCommits(commits: Seq[FileStatus], version: Long = this.version): LogSegment =
+    copy(
+      version = version,
+      checkpointVersion = None,
+      checkpointKind = "none",
+      checkpoint = Nil,
+      commits = commits
+    )
+
   def describe: String = {
     val ckpt = checkpointVersion.fold("no checkpoint")(v => s"$checkpointKind checkpoint $v")
     s"$ckpt + ${commits.size} commits"
@@ -43,6 +54,7 @@ private[deltareplay] object LogSegment {
   /** All that one listing of `_delta_log` tells: commit files and complete checkpoints. */
   case class Listing(
       tablePath: Path,
+      paths: TablePaths,
       commits: Map[Long, FileStatus],
       checkpoints: Map[Long, (String, Seq[FileStatus])]
   ) {
@@ -70,7 +82,12 @@ private[deltareplay] object LogSegment {
       .groupBy(_._1.version)
     val checkpoints = byVersion.flatMap { case (v, files) => complete(files).map(v -> _) }
     if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
-    Listing(tablePath, commits, checkpoints)
+    Listing(
+      tablePath,
+      TablePaths(tablePath, FileSystem.getDefaultUri(hadoopConf)),
+      commits,
+      checkpoints
+    )
   }
 
   /**
@@ -117,6 +134,7 @@ private[deltareplay] object LogSegment {
         val first = start.map(_ + 1).getOrElse(0L)
         LogSegment(
           tablePath = listing.tablePath,
+          paths = listing.paths,
           version = target,
           checkpointVersion = start,
           checkpointKind = start.map(v => listing.checkpoints(v)._1).getOrElse("none"),

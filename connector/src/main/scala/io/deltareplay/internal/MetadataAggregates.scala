@@ -236,16 +236,17 @@ private[deltareplay] object MetadataAggregates {
     val replay = new DistributedReplay(spark, segment, conf, needStats = true)
     val description = s"delta-replay: aggregates of ${segment.table} v${segment.version}"
     val (partials, _) = DistributedReplay.inJobGroup(spark, description) {
-      val (frame, _) = replay.liveFrame(withStats = true)
+      val (frame, _) = replay.liveFrame()
       val functions = fs.toArray
       val folded = frame.queryExecution.toRdd.mapPartitions { rows =>
         val p = new Partial(functions)
         while (rows.hasNext && !p.failed) {
           val r = rows.next()
-          if (filter.matches(if (r.isNullAt(1)) null else r.getMap(1))) {
-            val dv =
-              if (r.isNullAt(4)) -1L else r.getStruct(4, FileActions.DvType.length).getLong(4)
-            p.add(if (r.isNullAt(5)) null else r.getUTF8String(5).toString, dv)
+          import LiveFile.Ord
+          val pv = if (r.isNullAt(Ord.PartitionValues)) null else r.getMap(Ord.PartitionValues)
+          if (filter.matches(pv)) {
+            val dv = if (r.isNullAt(Ord.Dv)) -1L else DvDescriptor.cardinalityOf(r, Ord.Dv)
+            p.add(if (r.isNullAt(Ord.Stats)) null else r.getUTF8String(Ord.Stats).toString, dv)
           }
         }
         Iterator(p)

@@ -19,11 +19,12 @@ private[deltareplay] case class ReplayResult(
  * implementation:
  *
  *   1. Every add and remove is keyed by (canonical path, deletion-vector unique id). The canonical
- *      path is the action's path resolved against the table root when relative. 2. The newest
- *      action per key wins: higher commit version first; checkpoint rows count as the checkpoint's
- *      version. Within one commit (which a compliant writer never makes hold both an add and a
- *      remove of one key) the add wins, so a hand-written log with both keeps the file, as
- *      delta-spark's in-order replay does for the usual add-after-remove order. 3. A key whose
+ *      path is delta-spark's ([[TablePaths.key]]): the path URI normalised, an absolute path
+ *      without scheme qualified with the default file system, a relative path left relative. 2. The
+ *      newest action per key wins: higher commit version first; checkpoint rows count as the
+ *      checkpoint's version. Within one commit (which a compliant writer never makes hold both an
+ *      add and a remove of one key) the add wins, so a hand-written log with both keeps the file,
+ *      as delta-spark's in-order replay does for the usual add-after-remove order. 3. A key whose
  *      winner is an add is live; a key whose winner is a remove is not. A path removed and re-added
  *      later is live again; a deletion-vector update of a path (remove with the old DV id, add with
  *      the new) leaves exactly the new one live. 4. Protocol and metadata: the newest of each wins
@@ -51,7 +52,7 @@ private[deltareplay] object Replay {
   ): ReplayResult = {
     val started = System.nanoTime()
     def elapsed = (System.nanoTime() - started) / 1000000
-    val uri = tableUri(segment)
+    val uri = segment.paths.root
     // A forced mode (local, distributed) always replays; `auto` may use the state cache.
     val cached =
       if (!conf.stateCache || conf.replayMode != ReplayMode.Auto) None
@@ -106,17 +107,6 @@ private[deltareplay] object Replay {
     case ReplayMode.Distributed => true
     case ReplayMode.Auto => segment.totalBytes > conf.distributedThresholdBytes
   }
-
-  /** The canonical form of a log path: absolute URI string (rule 1). */
-  def canonicalPath(tableUri: String, path: String): String =
-    if (hasScheme(path)) path else s"$tableUri/$path"
-
-  /** `file:/tmp/t` for a table at `/tmp/t`, without a trailing slash. */
-  def tableUri(segment: LogSegment): String =
-    segment.tablePath.toUri.toString.stripSuffix("/")
-
-  private val SchemeRe = "^[a-zA-Z][a-zA-Z0-9+.-]*:.*".r
-  def hasScheme(path: String): Boolean = SchemeRe.matches(path)
 
   /** Shares identical partition-value maps between files (most files share a few). */
   final class Interner {

@@ -149,26 +149,15 @@ private[deltareplay] object ReplayState {
       entry: Entry,
       commits: Seq[FileStatus]
   ): (Array[LiveFile], Long) = {
-    val tableUri = entry.tableUri
-    val tailSegment = segment.copy(
-      checkpointVersion = None,
-      checkpointKind = "none",
-      checkpoint = Nil,
-      commits = commits
+    val tail = new LocalReplay.Reconciler(segment.paths)
+    tail.applyInOrder(
+      new LogReader(spark, segment.onlyCommits(commits)).commitActions(entry.withStats)
     )
-    val tail = new LocalReplay.Reconciler(tableUri)
-    tail.applyInOrder(new LogReader(spark, tailSegment).commitActions(entry.withStats))
     if (tail.winners.isEmpty) return (entry.files, 0L)
     val out = mutable.ArrayBuilder.make[LiveFile]
     out.sizeHint(entry.files.length + tail.winners.size())
-    entry.files.foreach { f =>
-      val k = (Replay.canonicalPath(tableUri, f.path), f.dv.map(_.uniqueId).getOrElse(""))
-      if (!tail.winners.containsKey(k)) out += f
-    }
-    val interner = new Replay.Interner
-    tail.winners.values().forEach { a =>
-      if (a.isAdd) out += a.copy(partitionValues = interner(a.partitionValues)).toLiveFile
-    }
+    entry.files.foreach(f => if (!tail.touched(f)) out += f)
+    out ++= tail.liveFiles()
     (out.result(), tail.count)
   }
 }

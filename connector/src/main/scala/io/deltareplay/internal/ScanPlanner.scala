@@ -39,7 +39,7 @@ private[deltareplay] object ScanPlanner {
       readPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
       tz
     )
-    val tableUri = Replay.tableUri(snapshot.segment)
+    val paths = snapshot.segment.paths
     val conf = spark.sessionState.conf
     val totalBytes = files.iterator.map(_.size + conf.filesOpenCostInBytes).sum
     val bytesPerCore = totalBytes / math.max(1, spark.sparkContext.defaultParallelism)
@@ -48,7 +48,7 @@ private[deltareplay] object ScanPlanner {
     val pieces = files.iterator
       .flatMap { f =>
         val row = values.row(f.partitionValues)
-        val path = SparkPath.fromUrlString(Replay.canonicalPath(tableUri, f.path))
+        val path = SparkPath.fromUrlString(paths.absolute(f.path))
         (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
           val length = math.min(maxSplit, f.size - start)
           val split = PartitionedFile(

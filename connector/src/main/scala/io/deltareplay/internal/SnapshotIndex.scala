@@ -44,27 +44,6 @@ private[deltareplay] object SnapshotIndex {
       new DistributedSnapshotIndex(spark, live, conf, storageLevel)
     }
 
-  private[internal] def toLiveFile(r: Row): LiveFile = {
-    val dv = Option(r.getAs[Row]("dv")).map { d =>
-      DvDescriptor(
-        d.getString(0),
-        d.getString(1),
-        if (d.isNullAt(2)) None else Some(d.getInt(2)),
-        d.getInt(3),
-        d.getLong(4)
-      )
-    }
-    LiveFile(
-      r.getAs[String]("path"),
-      Option(r.getAs[scala.collection.Map[String, String]]("partitionValues"))
-        .map(_.toMap)
-        .getOrElse(Map.empty),
-      r.getAs[Long]("size"),
-      r.getAs[Long]("modificationTime"),
-      null,
-      dv
-    )
-  }
 }
 
 private[deltareplay] final class LocalSnapshotIndex(files: Array[LiveFile]) extends SnapshotIndex {
@@ -114,7 +93,7 @@ private[deltareplay] final class DistributedSnapshotIndex(
     indexed
       .where(col("index") > fromExclusive && col("index") <= toInclusive)
       .collect()
-      .map(r => r.getAs[Long]("index") -> SnapshotIndex.toLiveFile(r))
+      .map(r => r.getAs[Long]("index") -> LiveFile.fromRow(r))
       .sortBy(_._1)
       .toSeq
 

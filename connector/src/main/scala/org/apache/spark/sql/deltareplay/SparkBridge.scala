@@ -1,11 +1,24 @@
 package org.apache.spark.sql.deltareplay
 
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.spark.rdd.{InputFileBlockHolder, RDD}
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Expression
-import org.apache.spark.sql.execution.datasources.DataSourceStrategy
+import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.execution.datasources.{
+  DataSourceStrategy,
+  FileFormat,
+  FileIndex,
+  FileStatusWithMetadata,
+  HadoopFsRelation,
+  PartitionDirectory
+}
 import org.apache.spark.sql.sources.Filter
+import org.apache.spark.sql.types.StructType
 
-/** Spark APIs that are `private[sql]`, reached from inside Spark's package. Nothing else. */
+/** Spark APIs that are `private[sql]` or `private[spark]`, reached from inside Spark's package. */
 object SparkBridge {
 
   /** A Catalyst filter as a data source filter, if it translates. */
@@ -14,4 +27,55 @@ object SparkBridge {
 
   /** A Catalyst filter as a V2 predicate, if it translates. */
   def translatePredicate(e: Expression): Option[Predicate] = translateFilter(e).map(_.toV2)
+
+  /**
+   * Exactly `files` read with `format` and `schema`: no listing, no globbing (a `[` in a table path
+   * is a character, not a pattern), no existence checks beyond opening each file. `options` go to
+   * the format and to the file scan (`ignoreCorruptFiles`, `ignoreMissingFiles`).
+   */
+  def readFiles(
+      spark: SparkSession,
+      format: FileFormat,
+      schema: StructType,
+      files: Seq[FileStatus],
+      options: Map[String, String]
+  ): DataFrame = {
+    val relation = HadoopFsRelation(
+      new ExactFiles(files),
+      partitionSchema = new StructType(),
+      dataSchema = schema,
+      bucketSpec = None,
+      fileFormat = format,
+      options = options
+    )(spark.asInstanceOf[ClassicSession])
+    spark.baseRelationToDataFrame(relation)
+  }
+
+  /** A DataFrame over rows already in Spark's internal format. */
+  def internalDataFrame(
+      spark: SparkSession,
+      rows: RDD[InternalRow],
+      schema: StructType
+  ): DataFrame =
+    spark.asInstanceOf[ClassicSession].internalCreateDataFrame(rows, schema, isStreaming = false)
+
+  /** Tells `input_file_name()` and friends which file (block) the running task reads. */
+  def setInputFile(path: String, start: Long, length: Long): Unit =
+    InputFileBlockHolder.set(path, start, length)
+
+  def unsetInputFile(): Unit = InputFileBlockHolder.unset()
+
+  /** A file index of a fixed list of files (one unpartitioned directory). */
+  private final class ExactFiles(files: Seq[FileStatus]) extends FileIndex {
+    override def rootPaths: Seq[Path] = files.map(_.getPath)
+    override def listFiles(
+        partitionFilters: Seq[Expression],
+        dataFilters: Seq[Expression]
+    ): Seq[PartitionDirectory] =
+      Seq(PartitionDirectory(InternalRow.empty, files.map(FileStatusWithMetadata(_, Map.empty))))
+    override def inputFiles: Array[String] = files.map(_.getPath.toString).toArray
+    override def refresh(): Unit = ()
+    override def sizeInBytes: Long = files.map(_.getLen).sum
+    override def partitionSchema: StructType = new StructType()
+  }
 }

@@ -1,0 +1,111 @@
+package io.deltareplay.internal
+
+import scala.util.Random
+
+import io.deltareplay.test.SharedSparkSession
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.delta.DeltaInternals
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.types.{StringType, StructType}
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * The replay key and the file a log path names are delta-spark's, on the driver and as a Column; DV
+ * unique ids are delta-spark's.
+ */
+class TablePathsSuite extends AnyFunSuite with SharedSparkSession {
+
+  private val conf = new Configuration()
+  private val root = new Path("file:/data/my table #1")
+  private val paths = TablePaths(root, FileSystem.getDefaultUri(conf))
+
+  private val tricky = Seq(
+    "part-00000-1a2b.snappy.parquet",
+    "p=1/part-00000.snappy.parquet",
+    "p=a%20b/part-0.parquet",
+    "k=p%252F%2520%253D%25251/part-0.parquet",
+    "p%3D1/x.parquet",
+    "caf%C3%A9/%F0%9F%98%80.parquet",
+    "./a/../b.parquet",
+    "a//b.parquet",
+    "/data/elsewhere/part-1.parquet",
+    "/data/my%20table%20%231/part-2.parquet",
+    "file:/data/elsewhere/part-3.parquet",
+    "file:///data/elsewhere/part-4.parquet",
+    "s3a://bucket/t/part-5.parquet",
+    "hdfs://nn:8020/t/p=x/part-6.parquet",
+    "deletion_vector_1.bin",
+    "with+plus/and~tilde.parquet"
+  )
+
+  private def generated(n: Int, seed: Long): Seq[String] = {
+    val r = new Random(seed)
+    val alphabet = "abcXYZ019-_.=/%+~:@ " ++ "é😀Ａ"
+    Seq
+      .fill(n) {
+        val raw = Seq.fill(1 + r.nextInt(20))(alphabet(r.nextInt(alphabet.length))).mkString
+        // log paths are URL-encoded: encode what a URI path cannot hold as it is
+        new Path(null, null, raw.replace(":", "_")).toUri.toString
+      }
+      .filter(p => p.nonEmpty && !p.endsWith("/")) // a file path never ends with a slash
+  }
+
+  test("the key and the absolute path are delta-spark's, for tricky and generated paths") {
+    (tricky ++ generated(2000, 7)).foreach { p =>
+      assert(paths.key(p) === DeltaInternals.canonicalPath(p, conf), p)
+      val expected = DeltaInternals.absolutePath(root, DeltaInternals.canonicalPath(p, conf))
+      assert(paths.absolute(p) === expected.toUri.toString, p)
+    }
+  }
+
+  test("the fast path for plain relative paths gives the general rule's answer") {
+    val plain = generated(5000, 11).filter(TablePaths.isPlainRelative) ++
+      Seq("part-0.parquet", "p=1/q=2/part-0.c000.snappy.parquet", "a.b/c")
+    assert(plain.size > 50)
+    plain.foreach(p => assert(paths.key(p) === new Path(new java.net.URI(p)).toUri.toString, p))
+    Seq("./a", "a/..", "../a", "/a", "a/", "a//b", "a b", "a%20b", "a:b", "").foreach { p =>
+      assert(!TablePaths.isPlainRelative(p), p)
+    }
+  }
+
+  test("the Column key and the driver key agree, paths and DV ids alike") {
+    val dvs = Seq(
+      DvDescriptor("u", "ab^-aqEH.-t@S}K{vb[*k^", Some(1), 36, 2L),
+      DvDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", None, 40, 3L),
+      DvDescriptor("p", "s3a://b/t/deletion_vector_x.bin", Some(0), 20, 1L)
+    )
+    dvs.foreach { d =>
+      assert(
+        d.uniqueId ===
+          DeltaInternals.dvUniqueId(
+            d.storageType,
+            d.pathOrInlineDv,
+            d.offset,
+            d.sizeInBytes,
+            d.cardinality
+          )
+      )
+    }
+    val rows = (tricky ++ generated(300, 3)).zipWithIndex.map { case (p, i) =>
+      Row(p, if (i % 4 == 0) null else dvs(i % dvs.size).toRow)
+    }
+    val schema = new StructType().add("path", StringType).add("dv", DvDescriptor.Type)
+    val df = spark.createDataFrame(java.util.Arrays.asList(rows: _*), schema)
+    val keyed = df
+      .select(
+        col("path"),
+        col("dv"),
+        FileAction.keyUdf(paths)(col("path")).as("k"),
+        FileAction.dvKeyUdf(col("dv")).as("d")
+      )
+      .collect()
+    assert(keyed.length === rows.length)
+    keyed.foreach { r =>
+      val dv = DvDescriptor.fromRow(r.getAs[Row]("dv"))
+      assert(r.getAs[String]("k") === paths.key(r.getAs[String]("path")))
+      assert(r.getAs[String]("d") === dv.fold("")(_.uniqueId))
+    }
+  }
+}
