@@ -37,7 +37,10 @@ class DeltaReplaySource extends TableProvider with DataSourceRegister {
       properties: util.Map[String, String]
   ): Table = {
     val options = properties.asScala.toMap
-    new DeltaReplayTable(SparkSession.active, snapshot(options), options)
+    val ci = new CaseInsensitiveStringMap(properties)
+    val timeTravel = ci.containsKey(DeltaReplayOptions.VersionAsOf) ||
+      ci.containsKey(DeltaReplayOptions.TimestampAsOf)
+    new DeltaReplayTable(SparkSession.active, snapshot(options), options, timeTravel)
   }
 
   override def supportsExternalMetadata(): Boolean = false

@@ -195,13 +195,13 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       // scattered rows, and a run that crosses the reader's 4,096-row batch boundaries
       sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 4000 AND 9000")
       val scan = deltaReplayScans(ours(path)).head
-      val factory = scan.createReaderFactory().asInstanceOf[internal.DeltaReaderFactory]
+      val factory = scan.toBatch.createReaderFactory().asInstanceOf[internal.DeltaReaderFactory]
       assert(factory.rowIndexOrdinal >= 0, "the scan should filter rows by deletion vector")
       assert(factory.vectorizedRows, "DV rows should be decoded by the vectorized reader")
       assertSameAsV1(path)
       assertSameAsV1(path, query = _.where("g = 2").select("s", "id"))
       withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
-        val plain = deltaReplayScans(ours(path)).head.createReaderFactory()
+        val plain = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
         assert(!plain.asInstanceOf[internal.DeltaReaderFactory].vectorizedRows)
         assertSameAsV1(path, modes = Seq("local"))
       }

@@ -74,7 +74,7 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
           assert(es.numRows() === ds.numRows())
           assert(executors.description().contains("planned on the executors ("))
           assert(e.toJson.contains(""""planning":"executors ("""), e.toJson)
-          val parts = executors.planInputPartitions()
+          val parts = executors.toBatch.planInputPartitions()
           assert(parts.forall(_.isInstanceOf[ManifestPartition]))
           assert(parts.map(_.asInstanceOf[ManifestPartition].files).sum === e.filesAfterSkipping)
         }
@@ -103,7 +103,8 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
           assert(second === expectedEven)
           val all = ours(path)
           assert(sorted(all) === expected)
-          val parts = scanOf(all).planInputPartitions().map(_.asInstanceOf[ManifestPartition])
+          val parts =
+            scanOf(all).toBatch.planInputPartitions().map(_.asInstanceOf[ManifestPartition])
           val files = scanOf(all).metrics.filesAfterSkipping
           // Files bigger than 1 KB are split: more splits than files, so more bins than files.
           assert(parts.length > files, s"${parts.length} bins for $files files")
@@ -196,7 +197,8 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
       withConf("spark.deltareplay.planning.scratchDir" -> scratch.getAbsolutePath) {
         withReplayMode("executors") {
           val df = ours(path)
-          val parts = scanOf(df).planInputPartitions().map(_.asInstanceOf[ManifestPartition])
+          val parts =
+            scanOf(df).toBatch.planInputPartitions().map(_.asInstanceOf[ManifestPartition])
           assert(parts.nonEmpty)
           parts.map(_.manifest).distinct.foreach { m =>
             assert(new File(new Path(m).toUri).delete(), m)

@@ -53,7 +53,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
-  test("the version is pinned at analysis: a self-join reads one version") {
+  test("a query reads one version, the newest at its execution: a self-join after a commit") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
       make(path, 10)
@@ -67,8 +67,9 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         .save(path)
       val joined = left.as("a").join(left.as("b"), "id")
       assert(routed(joined))
-      assert(deltaReplayScans(joined).map(_.snapshot.version).toSet === Set(0L))
-      assert(joined.count() === 10)
+      assert(deltaReplayScans(joined).map(_.snapshot.version).toSet === Set(1L))
+      val oracle = v1(path).as("a").join(v1(path).as("b"), "id")
+      assert(joined.count() === 20 && oracle.count() === 20)
     }
   }
 

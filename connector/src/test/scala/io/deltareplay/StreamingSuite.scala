@@ -329,4 +329,49 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       assert(q.recentProgress.map(_.numInputRows).sum === 30)
     }
   }
+
+  test("finding 9: maxBytesPerTrigger admits the file that crosses the limit, as DeltaSource") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      // 12 one-file commits of growing size
+      (0 until 12).foreach(i => appendCommit(path, i * 1000L, i * 1000L + 300L * (i + 1)))
+      Seq(
+        Map("maxBytesPerTrigger" -> "40k"),
+        Map("maxBytesPerTrigger" -> "40k", "maxFilesPerTrigger" -> "4"),
+        Map("maxBytesPerTrigger" -> "1")
+      ).foreach { opts =>
+        Seq("local", "distributed").foreach { mode =>
+          withReplayMode(mode) {
+            val ours = batches(path, delta = false, opts)
+            val theirs = batches(path, delta = true, opts)
+            assert(ours.map(_.size) === theirs.map(_.size), s"$opts $mode")
+            assert(ours === theirs, s"$opts $mode")
+          }
+        }
+      }
+    }
+  }
+
+  test("finding 8: a column comment change does not stop the stream (DeltaSource goes on)") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      appendCommit(path, 0, 10)
+      val sink = new File(dir, "sink").getAbsolutePath
+      val q = source(path, delta = false, Map.empty).writeStream
+        .format("delta")
+        .option("checkpointLocation", new File(dir, "ckpt").getAbsolutePath)
+        .trigger(Trigger.ProcessingTime(100))
+        .start(sink)
+      try {
+        q.processAllAvailable()
+        spark.sql(s"ALTER TABLE delta.`$path` ALTER COLUMN id COMMENT 'the id'").collect()
+        spark.sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('x' = 'y')").collect()
+        appendCommit(path, 10, 20)
+        q.processAllAvailable()
+        assert(q.exception.isEmpty, q.exception)
+        assert(q.isActive)
+      } finally q.stop()
+      assert(sinkRows(sink) === sorted(v1(path)))
+    }
+  }
 }

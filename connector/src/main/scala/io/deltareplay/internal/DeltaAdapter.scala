@@ -79,12 +79,23 @@ private[deltareplay] object DeltaAdapter {
     "variantType-preview"
   )
 
-  /** Fails naming the features when the table needs a reader feature we lack. */
+  /**
+   * Fails when the table needs what this connector does not read: a reader version or feature we
+   * lack, or a commit coordinator (its newest commits may live outside `_delta_log` until they are
+   * backfilled, so replaying the listed log could miss them).
+   */
   def checkReadable(table: String, meta: TableMeta): Unit = {
     if (meta.minReaderVersion > 3)
       throw Errors.unsupportedReaderVersion(table, meta.minReaderVersion)
     val unsupported = meta.readerFeatures -- SupportedReaderFeatures
     if (unsupported.nonEmpty) throw Errors.unsupportedReaderFeatures(table, unsupported)
+    val coordinated = meta.protocol.writerFeatures
+      .getOrElse(Set.empty)
+      .filter(_.startsWith("coordinatedCommits")) ++
+      meta.configuration.collect {
+        case (k, v) if k.startsWith("delta.coordinatedCommits.commitCoordinator") => v
+      }
+    if (coordinated.nonEmpty) throw Errors.commitCoordinator(table, coordinated.mkString(", "))
   }
 
   /** Loads a deletion vector (inline or from its file) as a set of deleted row indexes. */
@@ -118,6 +129,65 @@ private[deltareplay] object DeltaAdapter {
         canReturnEarliestCommit = false
       )
       .version
+
+  /** What a streaming read does at a metadata action of a later commit. */
+  sealed trait StreamSchemaChange
+  object StreamSchemaChange {
+
+    /** The rows can still be read with the stream's schema: go on. */
+    case object Compatible extends StreamSchemaChange
+
+    /** Stop; a restart reads the new schema. */
+    case object Retryable extends StreamSchemaChange
+
+    /** Stop; a restart cannot follow (a column renamed or dropped, an incompatible type). */
+    case object NonRetryable extends StreamSchemaChange
+  }
+
+  /**
+   * How delta-spark's DeltaSource (without schema tracking) treats `newMeta` met in a commit while
+   * streaming with `readSchema` since `startMeta`: its own checks, with the session's settings
+   * (column-mapping renames and drops block; then read compatibility decides).
+   */
+  def streamSchemaChange(
+      spark: SparkSession,
+      startMeta: TableMeta,
+      newMeta: TableMeta,
+      readSchema: StructType
+  ): StreamSchemaChange = {
+    import org.apache.spark.sql.delta.sources.DeltaStreamUtils
+    import org.apache.spark.sql.delta.TypeWidening
+    val opts = DeltaStreamUtils.SchemaReadOptions.fromSparkSession(
+      spark,
+      isStreamingFromColumnMappingTable = startMeta.usesColumnMapping,
+      isTypeWideningSupportedInProtocol = TypeWidening.isSupported(newMeta.protocol)
+    )
+    val columnMappingChange = !opts.allowUnsafeStreamingReadOnColumnMappingSchemaChanges &&
+      !DeltaColumnMapping.hasNoColumnMappingSchemaChanges(
+        newMeta.metadata,
+        startMeta.metadata,
+        opts.allowUnsafeStreamingReadOnPartitionColumnChanges
+      )
+    if (columnMappingChange) StreamSchemaChange.NonRetryable
+    else {
+      val (newParts, oldParts) =
+        if (opts.allowUnsafeStreamingReadOnPartitionColumnChanges) (Nil, Nil)
+        else (newMeta.partitionColumns, startMeta.partitionColumns)
+      val result = DeltaStreamUtils.checkSchemaChangesWhenNoSchemaTracking(
+        newMeta.schema,
+        readSchema,
+        newParts,
+        oldParts,
+        backfilling = false,
+        opts
+      )
+      if (DeltaStreamUtils.SchemaCompatibilityResult.isCompatible(result)) {
+        StreamSchemaChange.Compatible
+      } else if (DeltaStreamUtils.SchemaCompatibilityResult.isRetryableIncompatible(result)) {
+        StreamSchemaChange.Retryable
+      } else StreamSchemaChange.NonRetryable
+    }
+  }
 
   /** Whether `plan` is delta-spark's unconverted DSv2 relation of a read. */
   def isDeltaV2Relation(plan: LogicalPlan): Boolean = plan match {

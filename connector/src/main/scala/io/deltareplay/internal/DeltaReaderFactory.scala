@@ -8,7 +8,13 @@ import org.apache.hadoop.fs.Path
 import org.apache.parquet.hadoop.ParquetInputFormat
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{
+  BoundReference,
+  JoinedRow,
+  Literal,
+  UnsafeProjection
+}
+import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.PartitionedFile
@@ -20,7 +26,7 @@ import org.apache.spark.sql.execution.datasources.parquet.{
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{LongType, StructType}
 import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.SerializableConfiguration
 
@@ -29,10 +35,14 @@ import org.apache.spark.util.SerializableConfiguration
  * file's deletion vector marks as deleted. Small and serializable; does no planning.
  *
  * @param rowIndexOrdinal
- *   position of the Parquet row index in the reader's rows, or -1 when no file of the scan has a
- *   deletion vector
+ *   position of the Parquet row index in the reader's rows, or -1 when it is not read (no file of
+ *   the scan has a deletion vector and no `_metadata.row_index` is asked for)
+ * @param deletes
+ *   whether deletion vectors drop rows (some file of the scan has one)
  * @param parquetOutput
  *   the reader's row schema (data columns, row index, partition columns)
+ * @param metadata
+ *   the fields of `_metadata` the scan returns after the other columns (empty: none)
  */
 private[deltareplay] case class DeltaReaderFactory(
     parquet: ParquetPartitionReaderFactory,
@@ -41,11 +51,13 @@ private[deltareplay] case class DeltaReaderFactory(
     tablePath: String,
     conf: Broadcast[SerializableConfiguration],
     rowIndexOrdinal: Int,
+    deletes: Boolean,
     parquetOutput: StructType,
     columnar: Boolean,
     outputOrdinals: Array[Int] = null,
     vectorizedRows: Boolean = false,
-    manifests: ManifestReader = null
+    manifests: ManifestReader = null,
+    metadata: StructType = new StructType()
 ) extends PartitionReaderFactory {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = columnar
@@ -70,15 +82,25 @@ private[deltareplay] case class DeltaReaderFactory(
     )
   }
 
-  /** Drops the row index and orders the columns; null when the reader's rows are already right. */
+  /**
+   * Drops the row index, orders the columns and appends `_metadata`, over a reader row joined with
+   * the file's constant metadata ([[FileMetadata]]); null when the reader's rows are already right.
+   */
   private def outputProjection(): UnsafeProjection =
-    if (rowIndexOrdinal < 0 && outputOrdinals == null) null
+    if (rowIndexOrdinal < 0 && outputOrdinals == null && metadata.isEmpty) null
     else {
       val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
       val ordered = if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)
-      UnsafeProjection.create(ordered.map { i =>
+      val columns = ordered.map { i =>
         BoundReference(i, parquetOutput(i).dataType, parquetOutput(i).nullable)
-      })
+      }
+      val rowIndex =
+        if (rowIndexOrdinal < 0) Literal(null, LongType)
+        else BoundReference(rowIndexOrdinal, LongType, nullable = true)
+      val meta =
+        if (metadata.isEmpty) Nil
+        else Seq(FileMetadata.struct(metadata, parquetOutput.length, rowIndex))
+      UnsafeProjection.create(columns ++ meta)
     }
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
@@ -97,6 +119,8 @@ private[deltareplay] case class DeltaReaderFactory(
         .exists(_.isInstanceOf[FileNotFoundException])
     def rethrow(e: Throwable): Nothing =
       if (missing(e)) throw Errors.missingDataFile(table, version, file.urlEncodedPath) else throw e
+    // what input_file_name() and friends report, as Spark's file scans set it
+    SparkBridge.setInputFile(file.urlEncodedPath, file.start, file.length)
     val reader =
       try open
       catch { case e: Exception => rethrow(e) }
@@ -104,7 +128,10 @@ private[deltareplay] case class DeltaReaderFactory(
       override def next(): Boolean = try reader.next()
       catch { case e: Exception => rethrow(e) }
       override def get(): T = reader.get()
-      override def close(): Unit = reader.close()
+      override def close(): Unit = {
+        reader.close()
+        SparkBridge.unsetInputFile()
+      }
     }
   }
 
@@ -121,8 +148,10 @@ private[deltareplay] case class DeltaReaderFactory(
     if (project == null) base
     else {
       val deleted: Long => Boolean =
-        if (dv == null || rowIndexOrdinal < 0) _ => false
+        if (dv == null || !deletes) _ => false
         else DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value)
+      val joined =
+        if (metadata.isEmpty) null else new JoinedRow(null, FileMetadata.constants(file))
       new PartitionReader[InternalRow] {
         private var current: InternalRow = _
         override def next(): Boolean = {
@@ -130,7 +159,7 @@ private[deltareplay] case class DeltaReaderFactory(
           while (!found && base.next()) {
             val row = base.get()
             if (rowIndexOrdinal < 0 || !deleted(row.getLong(rowIndexOrdinal))) {
-              current = project(row)
+              current = project(if (joined == null) row else joined.withLeft(row))
               found = true
             }
           }
@@ -156,10 +185,12 @@ private[deltareplay] object DeltaReaderFactory {
       readDataSchema: StructType,
       readPartitionSchema: StructType,
       parquetFilters: Array[Filter],
-      withRowIndex: Boolean,
-      withManifests: Boolean = false
+      deletes: Boolean,
+      withManifests: Boolean = false,
+      metadata: StructType = new StructType()
   ): DeltaReaderFactory = {
     val meta = snapshot.meta
+    val withRowIndex = deletes || metadata.fieldNames.contains(FileMetadata.RowIndex)
     val physicalData = meta.physicalSchema(readDataSchema)
     val readData =
       if (withRowIndex) physicalData.add(ParquetConf.RowIndexField) else physicalData
@@ -174,22 +205,22 @@ private[deltareplay] object DeltaReaderFactory {
     val (parquet, broadcastConf) =
       parquetReader(spark, sqlConf, fullData, readData, readPartitionSchema, parquetFilters)
     val vectorized = parquet.supportColumnarReads(null)
-    val columnar = !withRowIndex && vectorized
+    val columnar = !withRowIndex && vectorized && metadata.isEmpty
     val manifests =
       if (!withManifests) null
       else {
         val manifestConf = spark.sessionState.conf.clone()
         manifestConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, false)
-        val schema = ExecutorPlanning.ManifestSchema
+        val entry = FileEntry(meta, sqlConf.sessionLocalTimeZone)
+        val schema = Manifests.schema(entry)
         val (_, manifestHadoopConf) =
           parquetReader(spark, manifestConf, schema, schema, new StructType(), Array.empty)
         ManifestReader(
           snapshot.segment.paths,
+          entry,
           manifestConf.getAllConfs,
           manifestHadoopConf,
-          readPartitionSchema,
-          readPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
-          sqlConf.sessionLocalTimeZone
+          readPartitionSchema
         )
       }
     DeltaReaderFactory(
@@ -199,10 +230,12 @@ private[deltareplay] object DeltaReaderFactory {
       tablePath = snapshot.tablePath.toString,
       conf = broadcastConf,
       rowIndexOrdinal = if (withRowIndex) readData.length - 1 else -1,
+      deletes = deletes,
       parquetOutput = StructType(readData ++ readPartitionSchema),
       columnar = columnar,
-      vectorizedRows = withRowIndex && vectorized,
-      manifests = manifests
+      vectorizedRows = !columnar && vectorized,
+      manifests = manifests,
+      metadata = metadata
     )
   }
 

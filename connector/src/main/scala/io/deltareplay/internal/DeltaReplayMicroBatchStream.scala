@@ -11,7 +11,6 @@ import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => OffsetV2}
-import org.apache.spark.sql.delta.DeltaColumnMapping
 import org.apache.spark.sql.types.{StructType, TimestampType}
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.unsafe.types.UTF8String
@@ -108,7 +107,7 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
       endOffset: OffsetV2
   ): Array[InputPartition] = {
     val files = planner.filesBetween(offset(startOffset), offset(endOffset))
-    ScanPlanner.splits(spark, start, files, planner.partitionSchema).map(p => p: InputPartition)
+    ScanPlanner.splitsOf(spark, start, files, planner.partitionSchema).map(p => p: InputPartition)
   }
 
   override def createReaderFactory(): PartitionReaderFactory = {
@@ -118,7 +117,7 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
       planner.dataSchema,
       planner.partitionSchema,
       Array.empty,
-      withRowIndex = true
+      deletes = true
     )
     // Rows come out in the table's column order, as the streaming relation expects.
     val produced = (planner.dataSchema ++ planner.partitionSchema).map(_.name)
@@ -198,7 +197,9 @@ private[deltareplay] class StreamPlanner(
       it.next() match {
         case VersionEnd(o) => end = o
         case FileItem(o, f) =>
-          if (files >= maxFiles || (files > 0 && bytes + f.size > maxBytes)) stop = true
+          // As DeltaSource: a file is admitted while there is capacity before taking it, so the
+          // file that crosses the byte limit is admitted, and at least one file always is.
+          if (files >= maxFiles || bytes >= maxBytes) stop = true
           else {
             files += 1
             bytes += f.size
@@ -252,9 +253,11 @@ private[deltareplay] class StreamPlanner(
     val reader = new LogReader(spark, segment)
     reader.commitProtocolAndMetadata().foreach {
       case DeltaAdapter.MetadataAction(m) =>
-        val schema = DeltaColumnMapping.dropColumnMappingMetadata(m.schema)
-        if (schema != start.schema || m.partitionColumns != meta.partitionColumns) {
-          throw Errors.schemaChangedInStream(start.table, version)
+        import DeltaAdapter.StreamSchemaChange._
+        DeltaAdapter.streamSchemaChange(spark, meta, meta.copy(metadata = m), start.schema) match {
+          case Compatible => ()
+          case Retryable => throw Errors.schemaChangedInStream(start.table, version)
+          case NonRetryable => throw Errors.incompatibleSchemaChangeInStream(start.table, version)
         }
       case DeltaAdapter.ProtocolAction(p) =>
         DeltaAdapter.checkReadable(start.table, meta.copy(protocol = p))

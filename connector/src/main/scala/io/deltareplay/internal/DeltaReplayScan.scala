@@ -7,132 +7,88 @@ import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, V2ExpressionUtils}
 import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
 import org.apache.spark.sql.connector.read._
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.types.{StructField, StructType}
 import org.apache.spark.storage.StorageLevel
-import org.apache.spark.sql.execution.datasources.parquet.{
-  ParquetOptions,
-  ParquetReadSupport,
-  ParquetWriteSupport
-}
-import org.apache.spark.sql.sources.Filter
-import org.apache.spark.sql.types.StructType
-
-/** What a scan's replay and planning did; shown by EXPLAIN and given to Python. */
-private[deltareplay] case class ScanMetrics(
-    table: String,
-    version: Long,
-    replayMode: String,
-    logSegment: String,
-    actionsReplayed: Long,
-    liveFiles: Long,
-    filesAfterPartitionPruning: Long,
-    filesAfterSkipping: Long,
-    replayMillis: Long,
-    planMillis: Long,
-    snapshotMillis: Long,
-    replayTasks: Int,
-    planning: String = "driver"
-) {
-  def toJson: String = {
-    import ScanMetrics.quote
-    s"""{"table":${quote(table)},"version":$version,"replayMode":${quote(replayMode)},""" +
-      s""""logSegment":${quote(logSegment)},"actionsReplayed":$actionsReplayed,""" +
-      s""""liveFiles":$liveFiles,"filesAfterPartitionPruning":$filesAfterPartitionPruning,""" +
-      s""""filesAfterSkipping":$filesAfterSkipping,"replayMillis":$replayMillis,""" +
-      s""""planMillis":$planMillis,"snapshotMillis":$snapshotMillis,"replayTasks":$replayTasks,""" +
-      s""""planning":${quote(planning)}}"""
-  }
-}
-
-private[deltareplay] object ScanMetrics {
-
-  /** `s` as a JSON string literal. */
-  def quote(s: String): String =
-    "\"" + s.flatMap {
-      case '"' => "\\\""
-      case '\\' => "\\\\"
-      case c if c < ' ' => f"\\u${c.toInt}%04x"
-      case c => c.toString
-    } + "\""
-}
 
 /**
- * A batch scan of one pinned table version. Plans lazily and once: replay (local or distributed),
- * then pruning and skipping, then splits. The Batch only wraps the planned splits.
+ * A batch scan of one pinned table version: immutable, equal to another scan of the same table
+ * version, read schema, pushed filters and settings (as Spark's `FileScan` and Iceberg's scans are,
+ * so that Spark can reuse exchanges and subqueries). Planning happens once, lazily, when Spark asks
+ * for partitions or statistics (again only for new runtime filters); [[description]] shows what was
+ * pushed down without planning, and what replay and skipping did once the scan has planned.
+ *
+ * @param replayedBefore
+ *   a replay the scan builder already ran (for aggregates from statistics); reused, not compared
  */
-private[deltareplay] class DeltaReplayScan(
-    spark: SparkSession,
-    val snapshot: TableSnapshot,
+private[deltareplay] final case class DeltaReplayScan(
+    snapshot: TableSnapshot,
     conf: ReadConf,
     readDataSchema: StructType,
     readPartitionSchema: StructType,
-    partitionFilters: Seq[Expression],
-    dataFilters: Seq[Expression],
-    parquetFilters: Array[Filter],
-    options: Map[String, String],
-    replayedBefore: Option[ReplayResult] = None
-) extends Scan
-    with Batch
+    metadataSchema: Option[StructType],
+    filters: PushedFilters,
+    options: Map[String, String]
+)(spark: SparkSession, replayedBefore: Option[ReplayResult])
+    extends Scan
     with SupportsReportStatistics
     with SupportsRuntimeV2Filtering {
 
-  private def needStats: Boolean = conf.dataSkipping && dataFilters.nonEmpty
+  private val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
 
-  /**
-   * Whether the file list stays on the executors ([[ExecutorPlanning]]); decided once. Then
-   * [[replay]] is never run on the driver.
-   */
-  lazy val plansOnExecutors: Boolean =
-    ExecutorPlanning.chosen(spark, snapshot, conf, needStats, replayedBefore.isDefined)
+  /** Where this scan plans; decided once. */
+  lazy val planning: ScanPlanning =
+    ReadPolicy(spark, snapshot, conf).planner(needStats, replayedBefore)
 
-  /** The replay: one the builder already ran (it has statistics), or one run now. */
-  lazy val replay: ReplayResult = {
-    require(!plansOnExecutors, "a scan planned on the executors has no driver-side replay")
-    replayedBefore.getOrElse(
-      Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats)
-    )
-  }
-
-  /** What the replay of executor-side planning did (set with each plan). */
-  @volatile private var executorReplay: Option[ExecutorReplay] = None
+  private def needStats: Boolean = conf.dataSkipping && filters.skipping.nonEmpty
 
   /** Partition filters Spark found at run time (dynamic partition pruning). */
   @volatile private var runtimeFilters: Seq[Expression] = Nil
-  @volatile private var plannedCache: Option[(Seq[Expression], PlannedScan)] = None
+  @volatile private var plannedCache: Option[(Seq[Expression], PlanResult)] = None
 
-  def planned: PlannedScan = synchronized {
+  /** The plan for the current runtime filters (planned on first use, then kept). */
+  def planned: PlanResult = synchronized {
     plannedCache match {
       case Some((filters, plan)) if filters == runtimeFilters => plan
       case _ =>
-        val plan =
-          if (plansOnExecutors) {
-            val (plan, replayed) = ExecutorPlanning.plan(
-              spark,
-              snapshot,
-              conf,
-              partitionFilters ++ runtimeFilters,
-              dataFilters,
-              conf.dataSkipping,
-              owner = this
-            )
-            executorReplay = Some(replayed)
-            plan
-          } else {
-            ScanPlanner.plan(
-              spark,
-              snapshot,
-              replay.files,
-              readPartitionSchema,
-              partitionFilters ++ runtimeFilters,
-              dataFilters,
-              conf.dataSkipping
-            )
-          }
+        val withRuntime = filters.copy(partition = filters.partition ++ runtimeFilters)
+        val filter = FileFilter(entry, withRuntime, conf.dataSkipping)
+        val plan = planning.plan(filter, entry, readPartitionSchema, owner = this)
         plannedCache = Some(runtimeFilters -> plan)
         plan
     }
   }
+
+  /** The replayed file list, when this scan plans on the driver (replays if it has not). */
+  def driverReplay: Option[ReplayResult] = planning match {
+    case d: DriverScanPlanning => Some(d.replay)
+    case _ => None
+  }
+
+  /** The planned scan's figures, without planning (None until it has planned). */
+  def plannedMetrics: Option[ScanMetrics] = plannedCache.map(p => metricsOf(p._2))
+
+  /** The planned scan's figures (plans if it has not). */
+  def metrics: ScanMetrics = metricsOf(planned)
+
+  private def metricsOf(p: PlanResult): ScanMetrics =
+    ScanMetrics(
+      table = snapshot.table,
+      version = snapshot.version,
+      replayMode = p.replay.mode,
+      logSegment = snapshot.segment.describe,
+      actionsReplayed = p.replay.actionsReplayed,
+      liveFiles = p.replay.liveFiles,
+      filesAfterPartitionPruning = p.planned.filesAfterPruning,
+      filesAfterSkipping = p.planned.filesAfterSkipping,
+      replayMillis = p.replay.millis,
+      planMillis = p.planned.planMillis,
+      snapshotMillis = snapshot.loadMillis,
+      replayTasks = p.replay.tasks,
+      planning = p.planned.planning
+    )
 
   // Spark resolves these against the scan relation's output, so only partition columns that
   // survived column pruning can be offered for runtime (DPP) filtering.
@@ -151,59 +107,31 @@ private[deltareplay] class DeltaReplayScan(
         val field = snapshot.schema(u.nameParts.last)
         AttributeReference(field.name, field.dataType, field.nullable)()
       })
+      .filter(PushedFilters.evaluable)
     if (converted.nonEmpty) runtimeFilters = runtimeFilters ++ converted
   }
 
-  def metrics: ScanMetrics = {
-    val p = planned
-    val (mode, actions, live, replayMillis, tasks) = executorReplay match {
-      case Some(r) if plansOnExecutors =>
-        (s"${r.mode}, on the executors", r.actionsReplayed, r.liveFiles, r.millis, r.tasks)
-      case _ =>
-        (
-          replay.mode,
-          replay.actionsReplayed,
-          replay.files.length.toLong,
-          replay.millis,
-          replay.replayTasks
-        )
-    }
-    ScanMetrics(
-      table = snapshot.table,
-      version = snapshot.version,
-      replayMode = mode,
-      logSegment = snapshot.segment.describe,
-      actionsReplayed = actions,
-      liveFiles = live,
-      filesAfterPartitionPruning = p.filesAfterPruning,
-      filesAfterSkipping = p.filesAfterSkipping,
-      replayMillis = replayMillis,
-      planMillis = p.planMillis,
-      snapshotMillis = snapshot.loadMillis,
-      replayTasks = tasks,
-      planning = p.planning
-    )
-  }
-
-  override def readSchema(): StructType = StructType(readDataSchema ++ readPartitionSchema)
+  override def readSchema(): StructType = StructType(
+    readDataSchema ++ readPartitionSchema ++
+      metadataSchema.map(m => StructField(FileMetadata.Column, m, nullable = false))
+  )
 
   override def description(): String = {
-    val base = s"DeltaReplayScan ${snapshot.table} v${snapshot.version}"
-    val filters =
-      s"PartitionFilters: ${partitionFilters.mkString("[", ", ", "]")}, " +
-        s"DataFilters: ${dataFilters.mkString("[", ", ", "]")}, " +
-        s"RuntimePartitionFilters: ${runtimeFilters.mkString("[", ", ", "]")}, " +
-        s"PushedFilters: ${parquetFilters.mkString("[", ", ", "]")}"
-    val m = metrics
-    s"$base [replay ${m.replayMode}: ${m.logSegment}, ${m.actionsReplayed} actions -> " +
-      s"${m.liveFiles} live files in ${m.replayMillis} ms" +
-      (if (m.replayTasks > 0) s" (${m.replayTasks} tasks)" else "") +
-      s"; ${m.filesAfterPartitionPruning} after partition pruning, " +
-      s"${m.filesAfterSkipping} after skipping; planned on the ${m.planning} in " +
-      s"${m.planMillis} ms] $filters"
+    def list(es: Iterable[Any]) = es.mkString("[", ", ", "]")
+    val pushed =
+      s"PartitionFilters: ${list(filters.partition)}, SkippingFilters: ${list(filters.skipping)}, " +
+        s"PushedFilters: ${list(filters.parquet)}, " +
+        s"RuntimePartitionFilters: ${list(runtimeFilters)}, ReadSchema: ${readSchema().simpleString}"
+    val done = plannedMetrics.fold("")(m => s" [${m.describe}]")
+    s"DeltaReplayScan ${snapshot.table} v${snapshot.version}$done $pushed"
   }
 
-  override def toBatch: Batch = this
+  override def supportedCustomMetrics(): Array[CustomMetric] = ScanMetrics.supported
+
+  override def reportDriverMetrics(): Array[CustomTaskMetric] =
+    plannedMetrics.fold(Array.empty[CustomTaskMetric])(_.driverMetrics)
+
+  override def toBatch: Batch = new DeltaReplayBatch(this)
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val level = options
@@ -216,25 +144,43 @@ private[deltareplay] class DeltaReplayScan(
 
   private def StreamingStorageLevel = "streaming.snapshotStorageLevel"
 
-  override def planInputPartitions(): Array[InputPartition] = planned.partitions
-
-  override def createReaderFactory(): PartitionReaderFactory =
+  /** The reader factory of the planned scan. */
+  def readerFactory(): PartitionReaderFactory =
     DeltaReaderFactory.create(
       spark,
       snapshot,
       readDataSchema,
       readPartitionSchema,
-      parquetFilters,
-      planned.hasDeletionVectors,
-      withManifests = plansOnExecutors
+      filters.parquet,
+      planned.planned.hasDeletionVectors,
+      withManifests = planning.onExecutors,
+      metadata = metadataSchema.getOrElse(new StructType())
     )
 
   override def estimateStatistics(): Statistics = {
-    val p = planned
+    val p = planned.planned
     new Statistics {
       override def sizeInBytes(): OptionalLong = OptionalLong.of(p.bytesAfterSkipping)
       override def numRows(): OptionalLong =
         p.rowsAfterSkipping.fold(OptionalLong.empty())(OptionalLong.of)
     }
   }
+
+  override def equals(o: Any): Boolean = o match {
+    case s: DeltaReplayScan =>
+      snapshot.table == s.snapshot.table && snapshot.version == s.snapshot.version &&
+      snapshot.meta.tableId == s.snapshot.meta.tableId && conf == s.conf &&
+      readDataSchema == s.readDataSchema && readPartitionSchema == s.readPartitionSchema &&
+      metadataSchema == s.metadataSchema && filters == s.filters && options == s.options
+    case _ => false
+  }
+
+  override def hashCode(): Int =
+    (snapshot.table, snapshot.version, readDataSchema, readPartitionSchema, filters).hashCode()
+}
+
+/** The batch of a [[DeltaReplayScan]]: its planned partitions; all planning stays in the scan. */
+private[deltareplay] final case class DeltaReplayBatch(scan: DeltaReplayScan) extends Batch {
+  override def planInputPartitions(): Array[InputPartition] = scan.planned.planned.partitions
+  override def createReaderFactory(): PartitionReaderFactory = scan.readerFactory()
 }

@@ -1,9 +1,9 @@
 package io.deltareplay.internal
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Expression, SubqueryExpression}
-import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
+import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.read.{
   Scan,
   ScanBuilder,
@@ -12,13 +12,11 @@ import org.apache.spark.sql.connector.read.{
 }
 import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
-import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 
 /**
- * Column pruning and filter pushdown. Filters on partition columns only are applied exactly by
- * partition pruning (Spark does not re-evaluate them); every other deterministic filter drives
- * statistics skipping and Parquet row-group filtering, and Spark evaluates it again after the scan.
+ * Column pruning, filter pushdown ([[PushedFilters]]: partition filters applied exactly by pruning,
+ * the rest used to skip files and re-evaluated by Spark) and aggregates from statistics.
  */
 private[deltareplay] class DeltaReplayScanBuilder(
     spark: SparkSession,
@@ -30,51 +28,48 @@ private[deltareplay] class DeltaReplayScanBuilder(
     with SupportsPushDownAggregates {
 
   private val conf = ReadConf(spark, options)
-  private val partitionColumns = snapshot.partitionColumns.map(_.toLowerCase).toSet
+  private val policy = ReadPolicy(spark, snapshot, conf)
+  private val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
   private var required: StructType = snapshot.schema
-  private var partitionFilters: Seq[Expression] = Nil
-  private var dataFilters: Seq[Expression] = Nil
+  private var filters: PushedFilters = PushedFilters.none
   private var replayed: Option[ReplayResult] = None
   private var aggregate: Option[MetadataAggregates.Answer] = None
   private var aggregateReplay = ""
 
   override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
 
-  override def pushFilters(filters: Seq[Expression]): Seq[Expression] = {
-    val (onPartitions, rest) = filters.partition { f =>
-      f.deterministic && !SubqueryExpression.hasSubquery(f) && f.references.nonEmpty &&
-      f.references.forall(a => partitionColumns.contains(a.name.toLowerCase))
-    }
-    partitionFilters = onPartitions
-    dataFilters = rest.filter(f => f.deterministic && !SubqueryExpression.hasSubquery(f))
-    rest
+  override def pushFilters(pushed: Seq[Expression]): Seq[Expression] = {
+    filters = PushedFilters.split(
+      pushed,
+      snapshot.partitionColumns.toSet,
+      parquetPushdown = !snapshot.meta.usesColumnMapping
+    )
+    filters.postScan
   }
 
   override def pushedFilters: Array[Predicate] =
-    (partitionFilters ++ dataFilters).flatMap(f => SparkBridge.translatePredicate(f)).toArray
+    (filters.partition ++ filters.skipping).flatMap(f => SparkBridge.translatePredicate(f)).toArray
 
   /**
-   * Answers the aggregation from the log's statistics when it can ([[MetadataAggregates]]). The
-   * replay this needs (with statistics) is kept for the ordinary scan if the answer is no.
+   * Answers the aggregation from the log's statistics when it can ([[MetadataAggregates]]); Spark
+   * offers it only when no filter remains for after the scan. The replay this needs (with
+   * statistics) is kept for the ordinary scan if the answer is no.
    */
   override def pushAggregation(aggregation: Aggregation): Boolean = {
-    if (!conf.metadataAggregates || dataFilters.nonEmpty) return false
-    if (MetadataAggregates.functions(aggregation, snapshot).isEmpty) return false
-    if (
-      ExecutorPlanning.chosen(spark, snapshot, conf, needStats = true, replayedOnDriver = false)
-    ) {
+    if (!conf.metadataAggregates || filters.postScan.nonEmpty) return false
+    if (MetadataAggregates.functions(aggregation, entry).isEmpty) return false
+    val filter = FileFilter(entry, filters, skipping = false)
+    if (policy.plansOnExecutors(needStats = true, replayedOnDriver = false)) {
       // The file list is too big for the driver: fold the statistics where the files are.
       val answered =
-        MetadataAggregates.answerOnExecutors(spark, snapshot, conf, aggregation, partitionFilters)
+        MetadataAggregates.answerOnExecutors(spark, snapshot, conf, aggregation, entry, filter)
       aggregate = answered.map(_._1)
       aggregateReplay = answered.map(_._2).getOrElse("")
     } else {
-      val replay =
-        Replay.run(spark, snapshot.segment, snapshot.meta.tableId, conf, needStats = true)
+      val replay = policy.replay(needStats = true)
       replayed = Some(replay)
       aggregateReplay = replay.mode
-      val files = ScanPlanner.prunePartitions(spark, snapshot, replay.files, partitionFilters)
-      aggregate = MetadataAggregates.answer(aggregation, files.toIndexedSeq, snapshot)
+      aggregate = MetadataAggregates.answer(aggregation, replay.files.toIndexedSeq, entry, filter)
     }
     aggregate.isDefined
   }
@@ -85,29 +80,20 @@ private[deltareplay] class DeltaReplayScanBuilder(
         snapshot,
         answer,
         aggregateReplay,
-        partitionFilters.mkString("[", ", ", "]")
+        filters.partition.mkString("[", ", ", "]")
       )
-    case None => buildScan()
-  }
-
-  private def buildScan(): Scan = {
-    val isPartition = (n: String) => partitionColumns.contains(n.toLowerCase)
-    val readData = StructType(required.filterNot(f => isPartition(f.name)))
-    val readPartitions = StructType(required.filter(f => isPartition(f.name)))
-    val parquetFilters =
-      if (snapshot.meta.usesColumnMapping) Array.empty[Filter]
-      else dataFilters.flatMap(f => SparkBridge.translateFilter(f)).toArray[Filter]
-    new DeltaReplayScan(
-      spark,
-      snapshot,
-      conf,
-      readData,
-      readPartitions,
-      partitionFilters,
-      dataFilters,
-      parquetFilters,
-      options,
-      replayed
-    )
+    case None =>
+      val isPartition = snapshot.partitionColumns.map(_.toLowerCase).toSet
+      val (metadata, columns) = required.partition(_.name == FileMetadata.Column)
+      val (partitions, data) = columns.partition(f => isPartition(f.name.toLowerCase))
+      DeltaReplayScan(
+        snapshot,
+        conf,
+        StructType(data),
+        StructType(partitions),
+        metadata.headOption.map(_.dataType.asInstanceOf[StructType]),
+        filters,
+        options
+      )(spark, replayed)
   }
 }

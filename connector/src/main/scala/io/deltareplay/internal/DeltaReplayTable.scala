@@ -5,19 +5,38 @@ import java.util
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability}
+import org.apache.spark.sql.connector.catalog.{
+  MetadataColumn,
+  SupportsMetadataColumns,
+  SupportsRead,
+  Table,
+  TableCapability
+}
 import org.apache.spark.sql.connector.expressions.{Expressions, Transform}
 import org.apache.spark.sql.connector.read.ScanBuilder
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{DataType, StructType}
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
-/** One pinned version of a Delta table, readable in batch. */
+/**
+ * A Delta table read by this connector, at one snapshot.
+ *
+ * @param timeTravel
+ *   whether the read asked for this version (`versionAsOf`, `timestampAsOf`). Any other read is
+ *   resolved anew for every query ([[RouteDeltaReads]] swaps in the newest snapshot, one per table
+ *   per query, marking it `resolved`), as delta-spark reads the newest version at every execution
+ *   of a DataFrame that does not travel in time. Before it is resolved its equality ignores the
+ *   version; a resolved table equals only one at the same version (so a plan cached at an older
+ *   version does not serve a query of a newer one).
+ */
 private[deltareplay] class DeltaReplayTable(
     spark: SparkSession,
     val snapshot: TableSnapshot,
-    options: Map[String, String]
+    val options: Map[String, String],
+    val timeTravel: Boolean,
+    val resolved: Boolean = false
 ) extends Table
-    with SupportsRead {
+    with SupportsRead
+    with SupportsMetadataColumns {
 
   override def name(): String = s"delta-replay.`${snapshot.table}`@v${snapshot.version}"
 
@@ -31,6 +50,32 @@ private[deltareplay] class DeltaReplayTable(
   override def capabilities(): util.Set[TableCapability] =
     util.EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ)
 
+  /** `_metadata`, as Spark's file sources offer it ([[FileMetadata]]). */
+  override def metadataColumns(): Array[MetadataColumn] = Array(new MetadataColumn {
+    override def name(): String = FileMetadata.Column
+    override def dataType(): DataType = FileMetadata.Type
+    override def isNullable: Boolean = false
+  })
+
   override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder =
     new DeltaReplayScanBuilder(spark, snapshot, options ++ opts.asScala)
+
+  /** Whether a query must resolve this table to the newest version before reading it. */
+  def needsResolving: Boolean = !timeTravel && !resolved
+
+  /** This table at `newest`, for one query. */
+  def resolvedTo(newest: TableSnapshot): DeltaReplayTable =
+    new DeltaReplayTable(spark, newest, options, timeTravel = false, resolved = true)
+
+  private def identity: (String, Option[Long], Map[String, String]) =
+    (snapshot.table, if (timeTravel || resolved) Some(snapshot.version) else None, options)
+
+  override def equals(o: Any): Boolean = o match {
+    case t: DeltaReplayTable => t.identity == identity
+    case _ => false
+  }
+
+  override def hashCode(): Int = identity.hashCode()
+
+  override def toString: String = name()
 }

@@ -1,25 +1,34 @@
 package io.deltareplay.internal
 
 /**
- * Every error the connector raises, in one place. Each message says what went wrong, for which
- * table, version or file, and what the user can do about it.
+ * Every error the connector raises, in one place, each of a public type users can catch
+ * ([[io.deltareplay.DeltaReplayException]]). Each message says what went wrong, for which table,
+ * version or file, and what the user can do about it.
  */
 private[deltareplay] object Errors {
 
-  final class DeltaReplayException(message: String, cause: Throwable = null)
-      extends RuntimeException(message, cause)
+  type DeltaReplayException = io.deltareplay.DeltaReplayException
+  import io.deltareplay.{DeltaReplayException => E}
 
-  private def fail(message: String, cause: Throwable = null): DeltaReplayException =
-    new DeltaReplayException(s"[delta-replay] $message", cause)
+  private def msg(m: String) = s"[delta-replay] $m"
+  private def unsupported(m: String) = new E.UnsupportedTable(msg(m))
+  private def notFound(m: String) = new E.VersionNotFound(msg(m))
+  private def corrupt(m: String, cause: Throwable = null, file: String = null) =
+    new E.CorruptLog(msg(m), cause, file)
+  private def missing(m: String, cause: Throwable = null) = new E.MissingFile(msg(m), cause)
+  private def bad(m: String) = new E.BadOption(msg(m))
+  private def stopped(m: String) = new E.StreamStopped(msg(m))
 
   def notADeltaTable(table: String): DeltaReplayException =
-    fail(
-      s"$table is not a Delta table: it has no _delta_log directory with commits or " +
-        "checkpoints. Check the path, or write the table with delta-spark first."
+    new E.NotADeltaTable(
+      msg(
+        s"$table is not a Delta table: it has no _delta_log directory with commits or " +
+          "checkpoints. Check the path, or write the table with delta-spark first."
+      )
     )
 
   def versionDoesNotExist(table: String, version: Long, latest: Long): DeltaReplayException =
-    fail(
+    notFound(
       s"Cannot read version $version of $table: the newest version is $latest. " +
         s"Use versionAsOf between the earliest readable version and $latest."
     )
@@ -33,7 +42,7 @@ private[deltareplay] object Errors {
       case Some(e) => s"The earliest readable version is $e."
       case None => "No version of this table can be reconstructed."
     }
-    fail(
+    notFound(
       s"Cannot read version $version of $table: the log files needed to reconstruct it were " +
         s"cleaned up (no checkpoint at or before it and no complete run of commits from " +
         s"version 0). $hint"
@@ -41,52 +50,62 @@ private[deltareplay] object Errors {
   }
 
   def missingCommit(table: String, missing: Long, from: Long, to: Long): DeltaReplayException =
-    fail(
+    corrupt(
       s"The log of $table has no commit file for version $missing, which is needed to read " +
         s"versions $from..$to (_delta_log/${LogFiles.commitName(missing)} is missing). The log " +
         "is incomplete: restore the file or read an older version."
     )
 
   def corruptLogFile(table: String, file: String, cause: Throwable): DeltaReplayException =
-    fail(
+    corrupt(
       s"Cannot read $file of $table: ${Option(cause.getMessage).getOrElse(cause.toString)}. " +
         "The file is truncated or corrupt; restore it from a backup or read an older version.",
-      cause
+      cause,
+      file
     )
 
   def malformedAction(table: String, file: String, detail: String): DeltaReplayException =
-    fail(
+    corrupt(
       s"Malformed action in $file of $table: $detail. The log was not written by a compliant " +
-        "Delta writer; repair or restore the file."
+        "Delta writer; repair or restore the file.",
+      file = file
     )
 
   def noProtocolOrMetadata(table: String, version: Long): DeltaReplayException =
-    fail(
+    corrupt(
       s"The log of $table at version $version has no protocol or no metaData action, so the " +
         "table cannot be read. The log is incomplete or corrupt."
     )
 
   def unsupportedReaderFeatures(table: String, features: Set[String]): DeltaReplayException =
-    fail(
+    unsupported(
       s"$table needs reader features this connector does not support: " +
         s"${features.toSeq.sorted.mkString(", ")}. Read it with delta-spark instead " +
         "(spark.deltareplay.enabled=false, or option deltareplay.route=false)."
     )
 
   def unsupportedReaderVersion(table: String, version: Int): DeltaReplayException =
-    fail(
+    unsupported(
       s"$table requires reader version $version, newer than this connector supports (3). " +
         "Read it with delta-spark instead (spark.deltareplay.enabled=false)."
     )
 
+  def commitCoordinator(table: String, coordinator: String): DeltaReplayException =
+    unsupported(
+      s"$table has its commits owned by a commit coordinator ($coordinator): its newest commits " +
+        "may not be in _delta_log yet, so this connector does not read it. Read it with " +
+        "delta-spark (spark.deltareplay.enabled=false, or option deltareplay.route=false); a " +
+        "routed format(\"delta\") read does so by itself."
+    )
+
   def bothVersionAndTimestamp(table: String): DeltaReplayException =
-    fail(s"Give versionAsOf or timestampAsOf for $table, not both.")
+    bad(s"Give versionAsOf or timestampAsOf for $table, not both.")
 
   def badOption(key: String, value: String, expected: String): DeltaReplayException =
-    fail(s"Invalid value '$value' for $key: expected $expected.")
+    bad(s"Invalid value '$value' for $key: expected $expected.")
 
   def missingDataFile(table: String, version: Long, file: String): DeltaReplayException =
-    fail(
+    missing(
       s"Data file $file of $table (version $version) does not exist. It was probably removed " +
         "by VACUUM; read a newer version, or restore the file."
     )
@@ -97,7 +116,7 @@ private[deltareplay] object Errors {
       manifest: String,
       cause: Throwable
   ): DeltaReplayException =
-    fail(
+    missing(
       s"The planning manifest $manifest of a scan of $table (version $version) cannot be read " +
         s"(${Option(cause).map(_.getMessage).orNull}). Executor-side planning keeps the file list " +
         "in spark.deltareplay.planning.scratchDir while the query's plan lives: keep that " +
@@ -106,8 +125,16 @@ private[deltareplay] object Errors {
       cause
     )
 
+  def scratchDirNotShared(dir: String, master: String): DeltaReplayException =
+    bad(
+      s"spark.deltareplay.planning.mode=executors needs a scratch directory every executor can " +
+        s"read, but the default $dir is on a local disk and the executors (master $master) run " +
+        "on other hosts. Set spark.deltareplay.planning.scratchDir to shared storage (HDFS, an " +
+        "object store, a shared mount), or plan on the driver (planning.mode=driver or auto)."
+    )
+
   def manifestWriteFailed(where: String, cause: Throwable): DeltaReplayException =
-    fail(
+    missing(
       s"Executor-side planning could not write its manifest in $where " +
         s"(${Option(cause).map(_.getMessage).orNull}). Set spark.deltareplay.planning.scratchDir " +
         "to a directory every executor can write and read, or plan on the driver " +
@@ -116,20 +143,20 @@ private[deltareplay] object Errors {
     )
 
   def badOffset(table: String, json: String, detail: String): DeltaReplayException =
-    fail(
+    stopped(
       s"The streaming checkpoint's offset for $table cannot be used ($detail): $json. Start the " +
         "query with a new checkpoint location, or read this stream with delta-spark " +
         "(spark.deltareplay.enabled=false)."
     )
 
   def offsetFromAnotherTable(table: String, tableId: String, other: String): DeltaReplayException =
-    fail(
+    stopped(
       s"The streaming checkpoint was written for another Delta table (id $other), not $table " +
         s"(id $tableId). Use a new checkpoint location for this query."
     )
 
   def dataChangeInSource(table: String, version: Long): DeltaReplayException =
-    fail(
+    stopped(
       s"Version $version of $table removes or rewrites data (DELETE, UPDATE, MERGE or " +
         "overwrite), which a streaming read of appends cannot follow. Set option " +
         "skipChangeCommits=true to skip such commits, ignoreDeletes=true if the commit only " +
@@ -137,17 +164,37 @@ private[deltareplay] object Errors {
     )
 
   def schemaChangedInStream(table: String, version: Long): DeltaReplayException =
-    fail(
+    stopped(
       s"The schema of $table changed at version $version while the stream was reading it. " +
         "Restart the query: it will continue from its checkpoint with the new schema."
     )
 
+  def incompatibleSchemaChangeInStream(table: String, version: Long): DeltaReplayException =
+    stopped(
+      s"The schema of $table changed at version $version in a way a stream cannot follow (a " +
+        "column renamed or dropped, or a type changed incompatibly). Start the query with a new " +
+        "checkpoint, or read it with delta-spark's schema tracking (option " +
+        "schemaTrackingLocation, which keeps the stream on delta-spark)."
+    )
+
   def streamLogGone(table: String, version: Long): DeltaReplayException =
-    fail(
+    stopped(
       s"The stream needs commit $version of $table, but the log no longer has it (log " +
         "cleanup ran past the stream). Restart from a new checkpoint with startingVersion."
     )
 
+  def schemaChangedSinceAnalysis(
+      table: String,
+      version: Long,
+      columns: Seq[String]
+  ): DeltaReplayException =
+    new E.SchemaChanged(
+      msg(
+        s"The schema of $table changed since the DataFrame was created: version $version no longer " +
+          s"has ${columns.mkString(", ")} as read. Create the DataFrame again to read the new schema."
+      )
+    )
+
   def noPath(): DeltaReplayException =
-    fail("No table path given: use spark.read.format(\"delta-replay\").load(\"/path/to/table\").")
+    bad("No table path given: use spark.read.format(\"delta-replay\").load(\"/path/to/table\").")
 }

@@ -2,7 +2,6 @@ package io.deltareplay.internal
 
 import scala.util.control.NonFatal
 
-import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.connector.expressions.NamedReference
@@ -35,16 +34,24 @@ private[deltareplay] object MetadataAggregates {
   /** One answered aggregation: its row (Spark's partial-aggregate schema) and what it used. */
   final case class Answer(schema: StructType, row: InternalRow, files: Long, functions: Seq[String])
 
-  /** What one aggregate function needs from each file's statistics (travels to executors). */
+  /**
+   * What one aggregate function needs from each file's statistics (travels to executors). The
+   * ordinals are those of the column in the entry's `nullCount` / `minValues` / `maxValues`.
+   */
   sealed trait Function extends Serializable { def field: StructField }
   final case class CountStarOf() extends Function {
     def field: StructField = StructField("count(*)", LongType, nullable = false)
   }
-  final case class CountOf(column: String, physical: String) extends Function {
+  final case class CountOf(column: String, nullCountOrdinal: Int) extends Function {
     def field: StructField = StructField(s"count($column)", LongType, nullable = false)
   }
-  final case class BoundOf(column: String, physical: String, dataType: DataType, isMin: Boolean)
-      extends Function {
+  final case class BoundOf(
+      column: String,
+      dataType: DataType,
+      isMin: Boolean,
+      boundOrdinal: Int,
+      nullCountOrdinal: Int
+  ) extends Function {
     def field: StructField =
       StructField(s"${if (isMin) "min" else "max"}($column)", dataType, nullable = true)
   }
@@ -54,19 +61,23 @@ private[deltareplay] object MetadataAggregates {
     else schema.fields.find(_.name.equalsIgnoreCase(ref.fieldNames.head))
 
   /** The functions of `agg` when statistics can answer each of them in principle. */
-  def functions(agg: Aggregation, snapshot: TableSnapshot): Option[Seq[Function]] = {
+  def functions(agg: Aggregation, entry: FileEntry): Option[Seq[Function]] = {
     if (agg.groupByExpressions.nonEmpty) return None
-    val schema = snapshot.schema
-    val partitions = snapshot.partitionColumns.map(_.toLowerCase).toSet
+    val schema = entry.tableSchema
+    val partitions = entry.partitionColumns.map(_.toLowerCase).toSet
     def dataColumn(e: Any): Option[StructField] = (e match {
       case ref: NamedReference => column(ref, schema)
       case _ => None
     }).filterNot(f => partitions.contains(f.name.toLowerCase))
+    def ordinalIn(kind: String, f: StructField): Option[Int] = {
+      val struct = entry.statsSchema(kind).dataType.asInstanceOf[StructType]
+      Some(struct.fieldNames.indexOf(FileEntry.physicalNameOf(f))).filter(_ >= 0)
+    }
     val out = agg.aggregateExpressions.toSeq.map {
       case _: CountStar => CountStarOf()
       case c: Count if !c.isDistinct =>
         val f = dataColumn(c.column).getOrElse(return None)
-        CountOf(f.name, snapshot.meta.physicalName(f.name))
+        CountOf(f.name, ordinalIn(FileEntry.NullCount, f).getOrElse(return None))
       case m @ (_: Min | _: Max) =>
         val (ref, isMin) = m match {
           case x: Min => (x.column, true)
@@ -74,9 +85,17 @@ private[deltareplay] object MetadataAggregates {
           case _ => return None
         }
         val f = dataColumn(ref).getOrElse(return None)
+        // Exact bounds only: integral and date statistics are not truncated.
         f.dataType match {
           case ByteType | ShortType | IntegerType | LongType | DateType =>
-            BoundOf(f.name, snapshot.meta.physicalName(f.name), f.dataType, isMin)
+            val kind = if (isMin) FileEntry.MinValues else FileEntry.MaxValues
+            BoundOf(
+              f.name,
+              f.dataType,
+              isMin,
+              ordinalIn(kind, f).getOrElse(return None),
+              ordinalIn(FileEntry.NullCount, f).getOrElse(-1)
+            )
           case _ => return None
         }
       case _ => return None
@@ -84,56 +103,92 @@ private[deltareplay] object MetadataAggregates {
     Some(out)
   }
 
+  /** Where an entry's statistics are (ordinals), for [[Partial.add]] on executors. */
+  final case class StatsLayout(
+      stats: Int,
+      dv: Int,
+      arity: Int,
+      numRecords: Int,
+      tightBounds: Int,
+      minValues: (Int, Int),
+      maxValues: (Int, Int),
+      nullCount: (Int, Int)
+  )
+
+  object StatsLayout {
+    def apply(entry: FileEntry): StatsLayout = {
+      val s = entry.statsSchema
+      def struct(kind: String) =
+        (s.fieldIndex(kind), s(kind).dataType.asInstanceOf[StructType].length)
+      StatsLayout(
+        entry.Ord.Stats,
+        entry.Ord.Dv,
+        s.length,
+        s.fieldIndex(FileEntry.NumRecords),
+        s.fieldIndex(FileEntry.TightBounds),
+        struct(FileEntry.MinValues),
+        struct(FileEntry.MaxValues),
+        struct(FileEntry.NullCount)
+      )
+    }
+  }
+
   /**
    * The aggregates over some of the files, so far: sums, bounds (as longs; dates as epoch days),
    * whether a file had a deletion vector, or that the statistics cannot answer (`failed`).
    */
-  final class Partial(val functions: Array[Function]) extends Serializable {
+  final class Partial(val functions: Array[Function], layout: StatsLayout) extends Serializable {
     var failed = false
     var anyDv = false
     var files = 0L
     val sums = new Array[Long](functions.length)
     val bounds = new Array[Long](functions.length)
     val hasBound = new Array[Boolean](functions.length)
-    @transient private lazy val mapper = new ObjectMapper()
 
-    /** Adds one file, from its stats JSON and its DV cardinality (-1: no DV). */
-    def add(stats: String, dvCardinality: Long): Unit = if (!failed) {
+    private def sub(stats: InternalRow, at: (Int, Int)): InternalRow =
+      if (stats.isNullAt(at._1)) null else stats.getStruct(at._1, at._2)
+
+    /** Adds one file, from its [[FileEntry]] row. */
+    def add(e: InternalRow): Unit = if (!failed) {
       files += 1
-      val s =
-        try if (stats == null) null else mapper.readTree(stats)
-        catch { case NonFatal(_) => null }
-      if (s == null || !s.path("numRecords").canConvertToLong) { failed = true; return }
-      val rows = s.path("numRecords").asLong()
-      val hasDv = dvCardinality >= 0
+      val s = if (e.isNullAt(layout.stats)) null else e.getStruct(layout.stats, layout.arity)
+      if (s == null || s.isNullAt(layout.numRecords)) { failed = true; return }
+      val rows = s.getLong(layout.numRecords)
+      val hasDv = !e.isNullAt(layout.dv)
+      val dvCardinality = DvDescriptor.cardinalityOf(e, layout.dv)
       anyDv ||= hasDv
+      val nullCounts = sub(s, layout.nullCount)
+      def nulls(i: Int): Option[Long] =
+        if (nullCounts == null || nullCounts.isNullAt(i)) None else Some(nullCounts.getLong(i))
       var i = 0
       while (i < functions.length && !failed) {
         functions(i) match {
-          case CountStarOf() => sums(i) += rows - math.max(dvCardinality, 0L)
-          case CountOf(_, phys) =>
-            val nulls = s.path("nullCount").path(phys)
-            if (!nulls.canConvertToLong) failed = true else sums(i) += rows - nulls.asLong()
-          case BoundOf(_, phys, dataType, isMin) =>
+          case CountStarOf() => sums(i) += rows - dvCardinality
+          case CountOf(_, ordinal) =>
+            nulls(ordinal) match {
+              case Some(n) => sums(i) += rows - n
+              case None => failed = true
+            }
+          case BoundOf(_, dataType, isMin, ordinal, nullOrdinal) =>
             // Bounds are exact without a DV, or with one when the file says so.
-            if (hasDv && !s.path("tightBounds").asBoolean(false)) failed = true
-            else {
-              val bound = s.path(if (isMin) "minValues" else "maxValues").path(phys)
-              if (bound.isMissingNode || bound.isNull) {
-                // No bound: fine only if the file's column is all null (or the file is empty).
-                val nulls = s.path("nullCount").path(phys)
-                if (!(rows == 0L || (nulls.canConvertToLong && nulls.asLong() == rows))) {
-                  failed = true
-                }
-              } else
-                asLong(bound, dataType) match {
-                  case None => failed = true
-                  case Some(v) =>
-                    if (!hasBound(i) || (if (isMin) v < bounds(i) else v > bounds(i))) {
-                      bounds(i) = v
-                      hasBound(i) = true
-                    }
-                }
+            val tight = s.isNullAt(layout.tightBounds) || s.getBoolean(layout.tightBounds)
+            val values = sub(s, if (isMin) layout.minValues else layout.maxValues)
+            if (hasDv && !tight) failed = true
+            else if (values == null || values.isNullAt(ordinal)) {
+              // No bound: fine only if the file's column is all null (or the file is empty).
+              val allNull = nullOrdinal >= 0 && nulls(nullOrdinal).contains(rows)
+              if (rows != 0L && !allNull) failed = true
+            } else {
+              val v = dataType match {
+                case ByteType => values.getByte(ordinal).toLong
+                case ShortType => values.getShort(ordinal).toLong
+                case IntegerType | DateType => values.getInt(ordinal).toLong
+                case _ => values.getLong(ordinal)
+              }
+              if (!hasBound(i) || (if (isMin) v < bounds(i) else v > bounds(i))) {
+                bounds(i) = v
+                hasBound(i) = true
+              }
             }
         }
         i += 1
@@ -148,7 +203,7 @@ private[deltareplay] object MetadataAggregates {
         sums(i) += other.sums(i)
         if (other.hasBound(i)) {
           val better = functions(i) match {
-            case BoundOf(_, _, _, isMin) =>
+            case BoundOf(_, _, isMin, _, _) =>
               !hasBound(i) || (if (isMin) other.bounds(i) < bounds(i)
                                else other.bounds(i) > bounds(i))
             case _ => false
@@ -167,7 +222,7 @@ private[deltareplay] object MetadataAggregates {
       val values = functions.indices.map { i =>
         functions(i) match {
           case CountStarOf() | CountOf(_, _) => Long.box(sums(i))
-          case BoundOf(_, _, dataType, _) =>
+          case BoundOf(_, dataType, _, _, _) =>
             if (!hasBound(i)) null
             else
               // boxed one by one: a plain match would widen every branch to Long
@@ -190,64 +245,49 @@ private[deltareplay] object MetadataAggregates {
     }
   }
 
-  private def asLong(n: JsonNode, dataType: DataType): Option[Long] = dataType match {
-    case ByteType | ShortType | IntegerType => Option.when(n.canConvertToInt)(n.asInt().toLong)
-    case LongType => Option.when(n.canConvertToLong)(n.asLong())
-    case DateType =>
-      if (!n.isTextual) None
-      else
-        try Some(java.time.LocalDate.parse(n.asText()).toEpochDay)
-        catch { case NonFatal(_) => None }
-    case _ => None
-  }
-
   /**
-   * The answer for `agg` over `files` (on the driver), or None when the statistics cannot give it.
+   * The answer for `agg` over `files` (on the driver) that satisfy `filter`'s partition filters, or
+   * None when the statistics cannot give it.
    */
   def answer(
       agg: Aggregation,
       files: Seq[LiveFile],
-      snapshot: TableSnapshot
-  ): Option[Answer] = functions(agg, snapshot).flatMap { fs =>
-    val partial = new Partial(fs.toArray)
-    files.foreach(f => partial.add(f.stats, f.dv.map(_.cardinality).getOrElse(-1L)))
+      entry: FileEntry,
+      filter: FileFilter
+  ): Option[Answer] = functions(agg, entry).flatMap { fs =>
+    val partial = new Partial(fs.toArray, StatsLayout(entry))
+    val toEntry = entry.projector()
+    files.iterator.map(toEntry).filter(filter.keepsPartition).foreach(partial.add)
     partial.finish()
   }
 
   /**
    * The answer for `agg` computed where the files are: the distributed replay's live files (with
-   * statistics) are pruned by `partitionFilters` and folded into partial aggregates in the replay
-   * tasks; only one partial per task reaches the driver. For tables whose file list is too big for
-   * the driver (see [[ExecutorPlanning.chosen]]). Returns the answer and the replay's label.
+   * statistics) are pruned by `filter`'s partition filters and folded into partial aggregates in
+   * the replay tasks; only one partial per task reaches the driver. For tables whose file list is
+   * too big for the driver. Returns the answer and the replay's label.
    */
   def answerOnExecutors(
       spark: org.apache.spark.sql.SparkSession,
       snapshot: TableSnapshot,
       conf: ReadConf,
       agg: Aggregation,
-      partitionFilters: Seq[org.apache.spark.sql.catalyst.expressions.Expression]
-  ): Option[(Answer, String)] = functions(agg, snapshot).flatMap { fs =>
+      entry: FileEntry,
+      filter: FileFilter
+  ): Option[(Answer, String)] = functions(agg, entry).flatMap { fs =>
     val segment = snapshot.segment
-    val filter = PartitionFilter(
-      snapshot,
-      partitionFilters,
-      spark.sessionState.conf.sessionLocalTimeZone
-    )
     val replay = new DistributedReplay(spark, segment, conf, needStats = true)
     val description = s"delta-replay: aggregates of ${segment.table} v${segment.version}"
+    val layout = StatsLayout(entry)
     val (partials, _) = DistributedReplay.inJobGroup(spark, description) {
       val (frame, _) = replay.liveFrame()
       val functions = fs.toArray
-      val folded = frame.queryExecution.toRdd.mapPartitions { rows =>
-        val p = new Partial(functions)
+      val entries = frame.select(entry.columnsFromLiveFile: _*).queryExecution.toRdd
+      val folded = entries.mapPartitions { rows =>
+        val p = new Partial(functions, layout)
         while (rows.hasNext && !p.failed) {
-          val r = rows.next()
-          import LiveFile.Ord
-          val pv = if (r.isNullAt(Ord.PartitionValues)) null else r.getMap(Ord.PartitionValues)
-          if (filter.matches(pv)) {
-            val dv = if (r.isNullAt(Ord.Dv)) -1L else DvDescriptor.cardinalityOf(r, Ord.Dv)
-            p.add(if (r.isNullAt(Ord.Stats)) null else r.getUTF8String(Ord.Stats).toString, dv)
-          }
+          val e = rows.next()
+          if (filter.keepsPartition(e)) p.add(e)
         }
         Iterator(p)
       }
@@ -255,7 +295,7 @@ private[deltareplay] object MetadataAggregates {
     }
     partials
       .reduceOption(_ merge _)
-      .getOrElse(new Partial(fs.toArray))
+      .getOrElse(new Partial(fs.toArray, layout))
       .finish()
       .map(_ -> s"${replay.modeLabel}, on the executors")
   }

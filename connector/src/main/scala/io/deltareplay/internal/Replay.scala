@@ -4,15 +4,6 @@ import java.util.UUID
 
 import org.apache.spark.sql.SparkSession
 
-/** What a replay produced and what it cost. */
-private[deltareplay] case class ReplayResult(
-    files: Array[LiveFile],
-    mode: String,
-    actionsReplayed: Long,
-    millis: Long,
-    replayTasks: Int
-)
-
 /**
  * Log replay: the live data files of one table version, from its checkpoint and the commits after
  * it. The rules, as Delta's protocol fixes them, shared by the local and the distributed
@@ -39,24 +30,21 @@ private[deltareplay] case class ReplayResult(
 private[deltareplay] object Replay {
 
   /**
-   * Runs the replay in the mode the configuration asks for (or `auto` picks), or, with the state
-   * cache on, rolls a cached state of an older version forward by the commits in between
-   * ([[ReplayState]]).
+   * Runs the replay in the mode the configuration asks for (or `auto` picks), or rolls `cached`, a
+   * state of an older version, forward by the commits in between ([[ReplayState]]). Offers the
+   * result to the state cache when it is on. [[ReadPolicy]] decides what is cached and usable.
    */
   def run(
       spark: SparkSession,
       segment: LogSegment,
       tableId: String,
       conf: ReadConf,
-      needStats: Boolean
+      needStats: Boolean,
+      cached: Option[ReplayState.Entry]
   ): ReplayResult = {
     val started = System.nanoTime()
     def elapsed = (System.nanoTime() - started) / 1000000
     val uri = segment.paths.root
-    // A forced mode (local, distributed) always replays; `auto` may use the state cache.
-    val cached =
-      if (!conf.stateCache || conf.replayMode != ReplayMode.Auto) None
-      else ReplayState.lookup(spark, uri, tableId, segment.version, needStats)
     val incremental = cached.flatMap { e =>
       if (e.version == segment.version) {
         Some(ReplayResult(e.files, s"cached (v${e.version})", 0L, elapsed, 0))

@@ -9,6 +9,7 @@ import scala.util.control.NonFatal
 import io.deltareplay.DeltaReplayOptions
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.{Command, LogicalPlan, UnresolvedDataSource}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
@@ -59,43 +60,119 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
     with Logging {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
-    if (!ReadConf.routingEnabled(spark) || plan.exists(_.isInstanceOf[Command])) return plan
-    route(plan, None)
+    if (plan.exists(_.isInstanceOf[Command])) return plan
+    val newest = new Newest
+    val routed = if (ReadConf.routingEnabled(spark)) route(plan, None, newest) else plan
+    resolveNewest(routed, newest)
+  }
+
+  /** The newest snapshot of each table, loaded once per query (all its reads see one version). */
+  private final class Newest {
+    private val loaded = scala.collection.mutable.Map.empty[String, TableSnapshot]
+    def apply(table: String): TableSnapshot =
+      loaded.getOrElseUpdate(table, TableSnapshot.load(spark, table, None, None))
   }
 
   /** Rewrites relations top-down; `options` are the user's read options tagged on an ancestor. */
-  private def route(plan: LogicalPlan, inherited: Option[Map[String, String]]): LogicalPlan = {
+  private def route(
+      plan: LogicalPlan,
+      inherited: Option[Map[String, String]],
+      newest: Newest
+  ): LogicalPlan = {
     val options = plan.getTagValue(RouteDeltaReads.ReadOptionsTag).orElse(inherited)
     plan match {
-      case rel: LogicalRelation => replace(rel, options.getOrElse(Map.empty))
+      case rel: LogicalRelation => replace(rel, options.getOrElse(Map.empty), newest)
       case other =>
-        val children = other.children.map(c => route(c, options))
+        val children = other.children.map(c => route(c, options, newest))
         if (children.zip(other.children).forall { case (a, b) => a eq b }) other
         else other.withNewChildren(children)
     }
   }
 
-  private def replace(rel: LogicalRelation, userOptions: Map[String, String]): LogicalPlan =
+  private def replace(
+      rel: LogicalRelation,
+      userOptions: Map[String, String],
+      newest: Newest
+  ): LogicalPlan =
     DeltaAdapter.deltaRead(rel) match {
-      case Some(read) if routable(read.options ++ userOptions) =>
+      case Some(read) if routable(read.options ++ userOptions) && metadataServable(rel) =>
         try {
+          val table = read.tablePath.toString
           val snapshot =
-            TableSnapshot.load(spark, read.tablePath.toString, Some(read.version), None)
-          val table = new DeltaReplayTable(spark, snapshot, Map.empty)
+            if (read.isTimeTravel) TableSnapshot.load(spark, table, Some(read.version), None)
+            else newest(table)
+          checkReadable(snapshot, rel.output)
+          val options = connectorOptions(read.options ++ userOptions)
           DataSourceV2Relation(
-            table,
+            new DeltaReplayTable(
+              spark,
+              snapshot,
+              options,
+              timeTravel = read.isTimeTravel,
+              resolved = true
+            ),
             rel.output,
             None,
             None,
-            CaseInsensitiveStringMap.empty()
+            new CaseInsensitiveStringMap(options.asJava)
           )
         } catch {
-          case e: Errors.DeltaReplayException if e.getMessage.contains("reader features") =>
+          case e: io.deltareplay.DeltaReplayException.UnsupportedTable =>
             logWarning(s"Reading ${read.tablePath} with delta-spark: ${e.getMessage}")
             rel
           case NonFatal(e) => throw e
         }
       case _ => rel
+    }
+
+  /** Reads of this connector that do not travel in time, resolved to the newest version. */
+  private def resolveNewest(plan: LogicalPlan, newest: Newest): LogicalPlan =
+    plan.transformDown {
+      case r @ DataSourceV2Relation(t: DeltaReplayTable, output, _, _, _, _) if t.needsResolving =>
+        val snapshot = newest(t.snapshot.table)
+        checkReadable(snapshot, output)
+        r.copy(table = t.resolvedTo(snapshot))
+    }
+
+  /**
+   * Fails when the columns a query was analysed with cannot be read from `snapshot` (a column
+   * dropped, renamed or retyped since): the DataFrame must be created again, as delta-spark says.
+   */
+  private def checkReadable(snapshot: TableSnapshot, output: Seq[Attribute]): Unit = {
+    val fields = snapshot.schema.fields.map(f => f.name.toLowerCase(Locale.ROOT) -> f).toMap
+    val broken = output.filterNot(isMetadataColumn).filter { a =>
+      fields.get(a.name.toLowerCase(Locale.ROOT)).forall(f => f.dataType != a.dataType)
+    }
+    if (broken.nonEmpty) {
+      throw Errors.schemaChangedSinceAnalysis(
+        snapshot.table,
+        snapshot.version,
+        broken.map(a => s"${a.name} ${a.dataType.simpleString}")
+      )
+    }
+  }
+
+  private def isMetadataColumn(a: Attribute): Boolean = a.name == FileMetadata.Column
+
+  /** Whether this connector can fill every `_metadata` field the read asks for. */
+  private def metadataServable(rel: LogicalRelation): Boolean =
+    rel.output.filter(isMetadataColumn).forall { a =>
+      val ok = FileMetadata.servable(a.dataType)
+      if (!ok) {
+        logInfo(
+          s"Reading ${rel.relation} with delta-spark: it asks for _metadata fields " +
+            s"${a.dataType.simpleString}, of which this connector serves ${FileMetadata.Supported}"
+        )
+      }
+      ok
+    }
+
+  /** The read options this connector takes (routing and path options dropped). */
+  private def connectorOptions(options: Map[String, String]): Map[String, String] =
+    options.filter { case (k, _) =>
+      val key = k.toLowerCase(Locale.ROOT)
+      DeltaReplayOptions.KnownReadOptions.contains(key) && key != "path" && key != "paths" &&
+      key != DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT)
     }
 
   private def routable(options: Map[String, String]): Boolean = {

@@ -32,7 +32,7 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
         if (path.isEmpty || !routable(options)) rel
         else {
           val snapshot = TableSnapshot.load(spark, path.get, None, None)
-          val table = new DeltaReplayTable(spark, snapshot, options)
+          val table = new DeltaReplayTable(spark, snapshot, options, timeTravel = false)
           StreamingRelationV2(
             Some(new DeltaReplaySource),
             "delta-replay",

@@ -1,8 +1,10 @@
 package io.deltareplay.internal
 
+import scala.collection.mutable
+
 import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.sql.types.StructType
@@ -20,48 +22,73 @@ private[deltareplay] case class PlannedScan(
 )
 
 /**
- * Partition pruning (exact: the partition filters are evaluated on each file's partition values),
- * then statistics-based skipping, then splits sized by Spark's `maxPartitionBytes` rules.
+ * Planning on the driver: each live file becomes a [[FileEntry]] (typed partition values, parsed
+ * statistics), partition pruning and data skipping ([[FileFilter]]) keep some, and the kept files
+ * are cut into splits sized by Spark's `maxPartitionBytes` rules.
  */
 private[deltareplay] object ScanPlanner {
 
-  /** File splits sized by Spark's `maxPartitionBytes` rules, packed into input partitions. */
+  def plan(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      files: Array[LiveFile],
+      entry: FileEntry,
+      filter: FileFilter,
+      readPartitionSchema: StructType
+  ): PlannedScan = {
+    val started = System.nanoTime()
+    val toEntry = entry.projector()
+    val kept = mutable.ArrayBuffer.empty[InternalRow]
+    var pruned = 0L
+    files.foreach { f =>
+      val e = toEntry(f)
+      if (filter.keepsPartition(e)) {
+        pruned += 1
+        if (filter.mayMatch(e)) kept += e
+      }
+    }
+    val partitions = splits(spark, snapshot, entry, kept.toSeq, readPartitionSchema)
+    val rows = kept.iterator
+      .map(e => Rows.of(entry, e))
+      .foldLeft(Option(0L)) { case (acc, r) => for (a <- acc; b <- r) yield a + b }
+    PlannedScan(
+      partitions = partitions.map(p => p: InputPartition),
+      filesAfterPruning = pruned,
+      filesAfterSkipping = kept.length,
+      bytesAfterSkipping = kept.iterator.map(_.getLong(entry.Ord.Size)).sum,
+      rowsAfterSkipping = rows,
+      hasDeletionVectors = kept.exists(e => !e.isNullAt(entry.Ord.Dv)),
+      planMillis = (System.nanoTime() - started) / 1000000
+    )
+  }
+
+  /** File splits of `entries` sized by Spark's `maxPartitionBytes` rules, packed as Spark packs. */
   def splits(
       spark: SparkSession,
       snapshot: TableSnapshot,
-      files: Seq[LiveFile],
+      entry: FileEntry,
+      entries: Seq[InternalRow],
       readPartitionSchema: StructType
   ): Array[DeltaInputPartition] = {
-    val meta = snapshot.meta
-    val tz = spark.sessionState.conf.sessionLocalTimeZone
-    val values = new PartitionValues(
-      readPartitionSchema,
-      readPartitionSchema.fieldNames.toSeq.map(meta.physicalName),
-      tz
-    )
     val paths = snapshot.segment.paths
+    val partitionRow = entry.partitionRowReader(readPartitionSchema)
+    val rowsByValues = new java.util.HashMap[InternalRow, InternalRow]()
     val conf = spark.sessionState.conf
-    val totalBytes = files.iterator.map(_.size + conf.filesOpenCostInBytes).sum
+    val totalBytes = entries.iterator.map(_.getLong(entry.Ord.Size) + conf.filesOpenCostInBytes).sum
     val bytesPerCore = totalBytes / math.max(1, spark.sparkContext.defaultParallelism)
     val maxSplit =
       math.min(conf.filesMaxPartitionBytes, math.max(conf.filesOpenCostInBytes, bytesPerCore))
-    val pieces = files.iterator
-      .flatMap { f =>
-        val row = values.row(f.partitionValues)
-        val path = SparkPath.fromUrlString(paths.absolute(f.path))
-        (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
-          val length = math.min(maxSplit, f.size - start)
-          val split = PartitionedFile(
-            row,
-            path,
-            start,
-            length,
-            Array.empty,
-            f.modificationTime,
-            f.size,
-            Map.empty
-          )
-          (split, f.dv)
+    val pieces = entries.iterator
+      .flatMap { e =>
+        val values = partitionRow(e)
+        val row = Option(rowsByValues.putIfAbsent(values, values)).getOrElse(values)
+        val path = SparkPath.fromUrlString(paths.absolute(e.getUTF8String(entry.Ord.Path).toString))
+        val size = e.getLong(entry.Ord.Size)
+        val modified = e.getLong(entry.Ord.ModificationTime)
+        val dv = DvDescriptor.fromInternalRow(e, entry.Ord.Dv)
+        (0L until math.max(size, 1L) by maxSplit).iterator.map { start =>
+          val length = math.min(maxSplit, size - start)
+          (PartitionedFile(row, path, start, length, Array.empty, modified, size, Map.empty), dv)
         }
       }
       .toSeq
@@ -69,67 +96,25 @@ private[deltareplay] object ScanPlanner {
     DeltaInputPartition.pack(pieces, maxSplit, conf.filesOpenCostInBytes)
   }
 
-  /** The files whose partition values satisfy `partitionFilters` (exact). */
-  def prunePartitions(
+  /** The splits of live files (the streaming source's micro-batches). */
+  def splitsOf(
       spark: SparkSession,
       snapshot: TableSnapshot,
-      files: Array[LiveFile],
-      partitionFilters: Seq[Expression]
-  ): Array[LiveFile] =
-    if (partitionFilters.isEmpty) files
-    else {
-      val filter =
-        PartitionFilter(snapshot, partitionFilters, spark.sessionState.conf.sessionLocalTimeZone)
-      files.filter(f => filter.matches(f.partitionValues))
-    }
-
-  def plan(
-      spark: SparkSession,
-      snapshot: TableSnapshot,
-      files: Array[LiveFile],
-      readPartitionSchema: StructType,
-      partitionFilters: Seq[Expression],
-      dataFilters: Seq[Expression],
-      skipping: Boolean
-  ): PlannedScan = {
-    val started = System.nanoTime()
-
-    // Step 1: partition pruning.
-    val pruned = prunePartitions(spark, snapshot, files, partitionFilters)
-
-    // Step 2: data skipping on min/max/nullCount.
-    val skipped =
-      if (!skipping || dataFilters.isEmpty) pruned
-      else {
-        val stats = SkippingSpec(snapshot, dataFilters, spark.sessionState.conf).build()
-        pruned.filter(f => stats.mightMatch(f.stats))
-      }
-
-    // Step 3: splits.
-    val partitions = splits(spark, snapshot, skipped.toIndexedSeq, readPartitionSchema)
-    val rows = skipped.iterator
-      .map(f => StatsRows.numRecords(f.stats).map(_ - f.dv.map(_.cardinality).getOrElse(0L)))
-      .foldLeft(Option(0L)) { case (acc, r) => for (a <- acc; b <- r) yield a + b }
-    PlannedScan(
-      partitions = partitions.map(p => p: InputPartition),
-      filesAfterPruning = pruned.length,
-      filesAfterSkipping = skipped.length,
-      bytesAfterSkipping = skipped.iterator.map(_.size).sum,
-      rowsAfterSkipping = if (skipped.isEmpty) Some(0L) else rows,
-      hasDeletionVectors = skipped.exists(_.dv.isDefined),
-      planMillis = (System.nanoTime() - started) / 1000000
-    )
+      files: Seq[LiveFile],
+      readPartitionSchema: StructType
+  ): Array[DeltaInputPartition] = {
+    val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+    val toEntry = entry.projector()
+    splits(spark, snapshot, entry, files.map(toEntry), readPartitionSchema)
   }
 }
 
-/** Reads `numRecords` out of a stats JSON without a full parse. */
-private[deltareplay] object StatsRows {
-  private val NumRecords = """"numRecords"\s*:\s*(\d+)""".r.unanchored
-  def numRecords(stats: String): Option[Long] =
-    if (stats == null) None
-    else
-      stats match {
-        case NumRecords(n) => Some(n.toLong)
-        case _ => None
-      }
+/** Rows of a file as its statistics count them, net of its deletion vector. */
+private[deltareplay] object Rows {
+  def of(entry: FileEntry, e: InternalRow): Option[Long] = {
+    val stats = e.getStruct(entry.Ord.Stats, entry.statsSchema.length)
+    val n = entry.statsSchema.fieldIndex(FileEntry.NumRecords)
+    if (stats == null || stats.isNullAt(n)) None
+    else Some(stats.getLong(n) - DvDescriptor.cardinalityOf(e, entry.Ord.Dv))
+  }
 }

@@ -29,6 +29,14 @@ private[deltareplay] final case class TablePaths(root: String, defaultFs: String
   @transient private lazy val rootPath = new Path(new URI(root))
   @transient private lazy val defaultUri = new URI(defaultFs)
 
+  /**
+   * What a child path resolved against the root starts with (`file:///t` resolves to `file:/t/`).
+   */
+  @transient private lazy val childPrefix: String = {
+    val probe = new Path(rootPath, "x").toUri.toString
+    probe.substring(0, probe.length - 1)
+  }
+
   /** The replay key's path for a log path (delta-spark's canonical path). */
   def key(logPath: String): String =
     if (TablePaths.isPlainRelative(logPath)) logPath
@@ -42,7 +50,7 @@ private[deltareplay] final case class TablePaths(root: String, defaultFs: String
   /** The file a log path names, as a URL-encoded absolute URI string. */
   def absolute(logPath: String): String = {
     val k = key(logPath)
-    if (TablePaths.isPlainRelative(k)) s"$root/$k"
+    if (TablePaths.isPlainRelative(k)) childPrefix + k
     else {
       val p = TablePaths.parse(k)
       (if (p.isAbsolute) p else new Path(rootPath, p)).toUri.toString

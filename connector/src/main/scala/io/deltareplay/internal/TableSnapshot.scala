@@ -65,8 +65,8 @@ private[deltareplay] object TableSnapshot {
     val attempt =
       try Right(segment -> new LogReader(spark, segment).checkedMeta())
       catch {
-        case e: Errors.DeltaReplayException
-            if segment.checkpointVersion.isDefined && e.getMessage.contains(".checkpoint.") =>
+        case e: io.deltareplay.DeltaReplayException.CorruptLog
+            if segment.checkpointVersion.isDefined && isCheckpointFile(e.file) =>
           Left(e)
       }
     attempt match {
@@ -80,6 +80,12 @@ private[deltareplay] object TableSnapshot {
         loadSegment(spark, listing, version, excluded + segment.checkpointVersion.get)
     }
   }
+
+  private def isCheckpointFile(file: String): Boolean =
+    file != null && (LogFiles.parse(new Path(file).getName) match {
+      case Some(_: LogFiles.Commit) | None => false
+      case Some(_) => true
+    })
 
   private def versionAt(spark: SparkSession, path: Path, timestamp: String): Long = {
     val tz = spark.sessionState.conf.sessionLocalTimeZone

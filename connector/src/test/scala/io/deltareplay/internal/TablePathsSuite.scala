@@ -53,10 +53,12 @@ class TablePathsSuite extends AnyFunSuite with SharedSparkSession {
   }
 
   test("the key and the absolute path are delta-spark's, for tricky and generated paths") {
-    (tricky ++ generated(2000, 7)).foreach { p =>
+    val roots = Seq(root, new Path("file:///data/t"), new Path("s3a://bucket/a b/t"))
+    for (r <- roots; p <- tricky ++ generated(2000, 7)) {
+      val paths = TablePaths(r, FileSystem.getDefaultUri(conf))
       assert(paths.key(p) === DeltaInternals.canonicalPath(p, conf), p)
-      val expected = DeltaInternals.absolutePath(root, DeltaInternals.canonicalPath(p, conf))
-      assert(paths.absolute(p) === expected.toUri.toString, p)
+      val expected = DeltaInternals.absolutePath(r, DeltaInternals.canonicalPath(p, conf))
+      assert(paths.absolute(p) === expected.toUri.toString, s"$r $p")
     }
   }
 

@@ -148,7 +148,7 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   def ourLiveFiles(path: String, version: Long, mode: String): Set[String] = withReplayMode(mode) {
     val scan = deltaReplayScans(ours(path, Map("versionAsOf" -> version.toString))).head
     val root = scan.snapshot.tablePath.toUri.toString.stripSuffix("/")
-    scan.replay.files.map { f =>
+    scan.driverReplay.get.files.map { f =>
       val p = if (f.path.contains(":")) f.path else s"$root/${f.path}"
       normalize(p) + f.dv.map(d => "#" + d.uniqueId).getOrElse("")
     }.toSet

@@ -2,10 +2,10 @@ package org.apache.spark.sql.deltareplay
 
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.rdd.{InputFileBlockHolder, RDD}
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Expression
-import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
+import org.apache.spark.sql.classic.{ExpressionUtils, SparkSession => ClassicSession}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.execution.datasources.{
   DataSourceStrategy,
@@ -50,6 +50,9 @@ object SparkBridge {
     )(spark.asInstanceOf[ClassicSession])
     spark.baseRelationToDataFrame(relation)
   }
+
+  /** A Catalyst expression as a DataFrame column. */
+  def column(e: Expression): Column = ExpressionUtils.column(e)
 
   /** A DataFrame over rows already in Spark's internal format. */
   def internalDataFrame(

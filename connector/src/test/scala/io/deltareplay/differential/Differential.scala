@@ -1,0 +1,249 @@
+package io.deltareplay.differential
+
+import java.io.File
+
+import scala.util.Random
+import scala.util.control.NonFatal
+
+import io.deltareplay.test.DeltaOracle
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.functions.expr
+
+/** One answer that differs from delta-spark V1's, with what it takes to reproduce it. */
+final case class Difference(
+    seed: Long,
+    mode: String,
+    recipe: String,
+    query: String,
+    minimal: String,
+    detail: String
+) {
+  def report: String =
+    s"""DIFFERENCE (seed $seed, mode $mode)
+       |$recipe
+       |-- query: $query
+       |-- minimal: $minimal
+       |-- $detail""".stripMargin
+}
+
+/** What a run did. */
+final case class RunStats(
+    tables: Int,
+    queries: Int,
+    modeRuns: Int,
+    v1Failures: Int,
+    streams: Int,
+    differences: Seq[Difference]
+) {
+  def +(o: RunStats): RunStats = RunStats(
+    tables + o.tables,
+    queries + o.queries,
+    modeRuns + o.modeRuns,
+    v1Failures + o.v1Failures,
+    streams + o.streams,
+    differences ++ o.differences
+  )
+  def summary: String =
+    s"$tables tables, $queries queries, $modeRuns answers compared, $streams streams, " +
+      s"$v1Failures queries V1 could not answer (skipped), ${differences.size} differences"
+}
+
+object RunStats {
+  val empty: RunStats = RunStats(0, 0, 0, 0, 0, Nil)
+}
+
+/**
+ * The differential test: generated tables and queries, each answered by delta-spark V1 (the oracle)
+ * and by this connector, compared as typed values. A short run answers each query in the `auto`
+ * mode (state cache on) and in one of the forced modes in turn; `allModes` answers it in every
+ * mode. A difference is reported with its seed, the table's recipe and the query shrunk to a
+ * smaller one that still differs.
+ */
+trait Differential { oracle: DeltaOracle =>
+
+  val forcedModes: Seq[String] = Seq("local", "distributed", "executors")
+
+  def run(dir: File, seed: Long, queries: Int, allModes: Boolean, streams: Boolean): RunStats = {
+    spark.udf.register("dr_same", (s: String) => s)
+    val table = Tables.generate(seed)
+    val path = new File(dir, s"t$seed").getAbsolutePath
+    val versions =
+      try table.build(spark, path)
+      catch {
+        case NonFatal(e) =>
+          // delta-spark refused the generated history (not a reader question): skip the table
+          System.err.println(
+            s"differential: seed $seed table not written: ${e.getMessage.take(200)}"
+          )
+          return RunStats.empty
+      }
+    val r = new Random(seed * 31 + 7)
+    val gen = new Queries(table, versions, r)
+    var stats = RunStats(1, 0, 0, 0, 0, Nil)
+    (0 until queries).foreach { i =>
+      val q = gen.next()
+      val modes = if (allModes) "auto" +: forcedModes else Seq("auto", forcedModes(i % 3))
+      stats = stats + check(seed, table, path, q, modes)
+    }
+    if (streams) stats = stats + stream(seed, table, path, r)
+    stats
+  }
+
+  private def frame(q: Query, path: String, oracleSide: Boolean): DataFrame = q match {
+    case Query.Select(columns, pred, version) =>
+      val opts = version.fold(Map.empty[String, String])(v => Map("versionAsOf" -> v.toString))
+      val base = if (oracleSide) v1(path, opts) else ours(path, opts)
+      val filtered = pred.fold(base)(p => base.where(expr(p.sql)))
+      filtered.select(columns.map(c => if (c == "*") expr("*") else expr(c)): _*)
+    case Query.Aggregate(functions, pred) =>
+      val base = if (oracleSide) v1(path) else ours(path)
+      pred.fold(base)(p => base.where(expr(p.sql))).select(functions.map(expr): _*)
+  }
+
+  /**
+   * Rows as typed values in a canonical order: binary as byte sequences, floating point values by
+   * their bits (so NaN equals NaN and -0.0 differs from 0.0, as the same Parquet bytes read twice
+   * must).
+   */
+  private def answer(df: DataFrame): Seq[Seq[Any]] = {
+    def norm(v: Any): Any = v match {
+      case b: Array[Byte] => b.toSeq
+      case r: Row => r.toSeq.map(norm)
+      case d: Double => ("double", java.lang.Double.doubleToLongBits(d), d.toString)
+      case f: Float => ("float", java.lang.Float.floatToIntBits(f), f.toString)
+      case other => other
+    }
+    df.collect().toSeq.map(_.toSeq.map(norm)).sortBy(_.map(Values.show).mkString("|"))
+  }
+
+  private def check(seed: Long, table: TableRecipe, path: String, q: Query, modes: Seq[String]) = {
+    val expected =
+      try Right(answer(frame(q, path, oracleSide = true)))
+      catch { case NonFatal(e) => Left(e) }
+    expected match {
+      case Left(_) => RunStats(0, 1, 0, 1, 0, Nil)
+      case Right(rows) =>
+        val diffs = modes.flatMap { mode =>
+          differs(q, path, mode, rows).map { detail =>
+            Difference(seed, mode, table.describe(path), q.describe, minimal(q, path, mode), detail)
+          }
+        }
+        RunStats(0, 1, modes.size, 0, 0, diffs)
+    }
+  }
+
+  /** Why our answer in `mode` differs from `expected`, if it does. */
+  private def differs(
+      q: Query,
+      path: String,
+      mode: String,
+      expected: Seq[Seq[Any]]
+  ): Option[String] =
+    withMode(mode) {
+      try {
+        val actual = answer(frame(q, path, oracleSide = false))
+        if (actual == expected) None
+        else {
+          val missing =
+            expected.diff(actual).take(3).map(_.map(Values.show).mkString("(", ", ", ")"))
+          val extra = actual.diff(expected).take(3).map(_.map(Values.show).mkString("(", ", ", ")"))
+          Some(
+            s"V1 ${expected.size} rows, ours ${actual.size}; missing ${missing.mkString(" ")}; " +
+              s"extra ${extra.mkString(" ")}"
+          )
+        }
+      } catch {
+        case NonFatal(e) => Some(s"ours failed where V1 answered: ${causeMessages(e).take(600)}")
+      }
+    }
+
+  private def withMode[T](mode: String)(body: => T): T =
+    if (mode == "auto") withConf("spark.deltareplay.replay.mode" -> "auto")(body)
+    else withReplayMode(mode)(body)
+
+  /** The query with its predicate shrunk while the difference remains. */
+  private def minimal(q: Query, path: String, mode: String): String = {
+    def stillDiffers(p: Pred): Boolean = {
+      val smaller = q match {
+        case s: Query.Select => s.copy(pred = Some(p))
+        case a: Query.Aggregate => a.copy(pred = Some(p))
+      }
+      try differs(smaller, path, mode, answer(frame(smaller, path, oracleSide = true))).isDefined
+      catch { case NonFatal(_) => false }
+    }
+    val start = q match {
+      case Query.Select(_, p, _) => p
+      case Query.Aggregate(_, p) => p
+    }
+    var current = start
+    var progress = true
+    while (progress && current.isDefined) {
+      progress = false
+      current.get.shrink.find(stillDiffers).foreach { smaller =>
+        current = Some(smaller)
+        progress = true
+      }
+    }
+    current.fold(q.describe)(p => s"WHERE ${p.sql}")
+  }
+
+  /** The whole history as a stream (changes skipped), batch by batch, against DeltaSource. */
+  private def stream(seed: Long, table: TableRecipe, path: String, r: Random): RunStats = {
+    val opts =
+      Map("maxFilesPerTrigger" -> (1 + r.nextInt(3)).toString, "skipChangeCommits" -> "true")
+    def batches(delta: Boolean, mode: String): Seq[Seq[String]] = withMode(mode) {
+      val name = s"dr_stream_${System.nanoTime()}"
+      val reader = spark.readStream.format("delta").options(opts)
+      val source = (if (delta) reader.option("deltareplay.route", "false") else reader).load(path)
+      val q = source
+        .selectExpr("id")
+        .writeStream
+        .format("memory")
+        .queryName(name)
+        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+        .start()
+      try {
+        q.awaitTermination()
+        val ids = spark.table(name).collect().map(_.getLong(0).toString).toSeq
+        val sizes = q.recentProgress.map(_.numInputRows).filter(_ > 0).toSeq
+        // rows per batch as the progress reports count them (V1 counts before DV filtering)
+        Seq(sizes.map(_.toString), ids.sorted)
+      } finally {
+        q.stop()
+        spark.sql(s"DROP VIEW IF EXISTS $name")
+      }
+    }
+    val mode = if (r.nextBoolean()) "local" else "distributed"
+    val expected =
+      try Some(batches(delta = true, mode))
+      catch { case NonFatal(_) => None }
+    expected match {
+      case None => RunStats(0, 0, 0, 1, 1, Nil)
+      case Some(e) =>
+        val actual =
+          try batches(delta = false, mode)
+          catch {
+            case NonFatal(ex) => Seq(Seq(s"failed: ${causeMessages(ex).take(400)}"))
+          }
+        // Batch sizes compare only when no file of the table has a deletion vector (DeltaSource
+        // reports rows before deletion vectors are applied); the rows always compare.
+        val dvs = table.properties.get("delta.enableDeletionVectors").contains("true")
+        val same = actual.last == e.last && (dvs || actual.head == e.head)
+        val diff =
+          if (same) Nil
+          else
+            Seq(
+              Difference(
+                seed,
+                s"stream $mode",
+                table.describe(path),
+                s"readStream $opts",
+                "the whole stream",
+                s"DeltaSource batches ${e.head.mkString(",")} rows ${e.last.size}; ours " +
+                  s"${actual.head.mkString(",")} rows ${actual.last.size}"
+              )
+            )
+        RunStats(0, 0, 1, 0, 1, diff)
+    }
+  }
+}
