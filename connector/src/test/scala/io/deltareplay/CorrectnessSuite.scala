@@ -186,4 +186,30 @@ class CorrectnessSuite extends AnyFunSuite with DeltaOracle {
       assert(routed.count() === 20 && direct.count() === 20)
     }
   }
+
+  test("differential: timestamp min bounds are not shifted by the max side's millisecond") {
+    // found by the differential test (seed 20261126): `c <= v` compared the min with v - 1 ms
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      sql(s"CREATE TABLE delta.`$path` (id BIGINT, n TIMESTAMP_NTZ, t TIMESTAMP) USING delta")
+      sql(
+        s"INSERT INTO delta.`$path` VALUES " +
+          "(1, TIMESTAMP_NTZ'2024-01-01 10:00:00.001680', TIMESTAMP'2024-01-01 10:00:00.001680'), " +
+          "(2, TIMESTAMP_NTZ'2024-01-01 10:00:00.002680', TIMESTAMP'2024-01-01 10:00:00.002680')"
+      )
+      Seq("n", "t").foreach { c =>
+        val ts = if (c == "n") "TIMESTAMP_NTZ" else "TIMESTAMP"
+        Seq("<=", "<", ">", ">=", "=").foreach { op =>
+          Seq("10:00:00.001989", "10:00:00.001680", "10:00:00.002", "10:00:00.002680").foreach {
+            t =>
+              assertSameAsV1(
+                path,
+                query = _.where(s"$c $op $ts'2024-01-01 $t'"),
+                modes = Seq("local")
+              )
+          }
+        }
+      }
+    }
+  }
 }

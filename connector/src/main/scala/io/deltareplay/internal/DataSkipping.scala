@@ -89,12 +89,14 @@ private[deltareplay] final class DataSkipping(entry: FileEntry) {
     case EqualNullSafe(ColumnStats(c), Value(v)) => c.bounds(v).map(b => equal(c, b, v))
     case EqualNullSafe(Value(v), ColumnStats(c)) => c.bounds(v).map(b => equal(c, b, v))
     case EqualNullSafe(ColumnStats(c), Literal(null, _)) => leaf(IsNull(c.expr))
-    case LessThan(ColumnStats(c), Value(v)) => compare(c, v, (lo, _, x) => LessThan(lo, x))
+    case LessThan(ColumnStats(c), Value(v)) =>
+      c.bounds(v).map(b => boundsTest(c, LessThan(b._1, v)))
     case LessThanOrEqual(ColumnStats(c), Value(v)) =>
-      compare(c, v, (lo, _, x) => LessThanOrEqual(lo, x))
-    case GreaterThan(ColumnStats(c), Value(v)) => compare(c, v, (_, hi, x) => GreaterThan(hi, x))
+      c.bounds(v).map(b => boundsTest(c, LessThanOrEqual(b._1, v)))
+    case GreaterThan(ColumnStats(c), Value(v)) =>
+      c.bounds(v).map(b => boundsTest(c, GreaterThan(b._2, c.forMax(v))))
     case GreaterThanOrEqual(ColumnStats(c), Value(v)) =>
-      compare(c, v, (_, hi, x) => GreaterThanOrEqual(hi, x))
+      c.bounds(v).map(b => boundsTest(c, GreaterThanOrEqual(b._2, c.forMax(v))))
     case LessThan(Value(v), c) => leaf(GreaterThan(c, v))
     case LessThanOrEqual(Value(v), c) => leaf(GreaterThanOrEqual(c, v))
     case GreaterThan(Value(v), c) => leaf(LessThan(c, v))
@@ -119,12 +121,9 @@ private[deltareplay] final class DataSkipping(entry: FileEntry) {
     case _ => None
   }
 
-  private def compare(
-      c: ColumnStats,
-      v: Literal,
-      test: (Expression, Expression, Literal) => Expression
-  ): Option[Expression] =
-    c.bounds(v).map { case (lo, hi) => skipAllNull(c, orTrue(test(lo, hi, c.forMax(v)))) }
+  /** A test of the bounds (a max compared with [[ColumnStats.forMax]] of the value). */
+  private def boundsTest(c: ColumnStats, test: Expression): Expression =
+    skipAllNull(c, orTrue(test))
 
   private def equal(c: ColumnStats, bounds: (Expression, Expression), v: Literal): Expression =
     skipAllNull(

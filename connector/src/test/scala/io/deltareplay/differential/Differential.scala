@@ -86,7 +86,40 @@ trait Differential { oracle: DeltaOracle =>
       stats = stats + check(seed, table, path, q, modes)
     }
     if (streams) stats = stats + stream(seed, table, path, r)
-    stats
+    stats + reused(seed, table, path, gen)
+  }
+
+  /**
+   * A DataFrame defined before a commit and executed after it reads the newest version, as V1's
+   * does (and one with `versionAsOf` keeps its version).
+   */
+  private def reused(seed: Long, table: TableRecipe, path: String, gen: Queries): RunStats = {
+    val q = Query.Select(Seq("*"), Some(gen.pred()), None)
+    val modes = Seq("auto", "local")
+    val ourFrames = modes.map(m => m -> withMode(m)(frame(q, path, oracleSide = false)))
+    val oracleFrame = frame(q, path, oracleSide = true)
+    val columns = ("id + 1000000 AS id" +: table.columns.map(_.name)).mkString(", ")
+    val commit = s"INSERT INTO delta.`$path` SELECT $columns FROM delta.`$path` WHERE id % 3 = 0"
+    spark.sql(commit).collect()
+    val expected = answer(oracleFrame)
+    val diffs = ourFrames.flatMap { case (mode, df) =>
+      val actual =
+        try withMode(mode)(answer(df))
+        catch { case NonFatal(e) => Seq(Seq(s"failed: ${causeMessages(e).take(400)}")) }
+      if (actual == expected) None
+      else
+        Some(
+          Difference(
+            seed,
+            mode,
+            table.describe(path) + s"\n-- DataFrame defined here, then: $commit",
+            s"reused DataFrame: ${q.describe}",
+            q.describe,
+            s"V1 ${expected.size} rows, ours ${actual.size}"
+          )
+        )
+    }
+    RunStats(0, 1, modes.size, 0, 0, diffs)
   }
 
   private def frame(q: Query, path: String, oracleSide: Boolean): DataFrame = q match {

@@ -34,10 +34,10 @@ class DifferentialSuite extends AnyFunSuite with DeltaOracle with Differential {
       var seed = firstSeed
       def more = minutes match {
         case Some(m) => elapsedMinutes < m
-        case None => stats.tables < 24
+        case None => stats.queries < 500
       }
       while (more) {
-        val s = run(dir, seed, queries = 24, allModes = minutes.isDefined, streams = seed % 4 == 0)
+        val s = run(dir, seed, queries = 42, allModes = minutes.isDefined, streams = seed % 3 == 0)
         stats = stats + s
         s.differences.foreach(d => System.err.println(d.report + "\n"))
         if (stats.tables % 5 == 0) {
