@@ -59,6 +59,12 @@ object DeltaReplayOptions {
   /** Whether min/max/nullCount statistics skip files (default true). */
   val DataSkipping = "skipping.enabled"
 
+  /**
+   * Storage level of a snapshot index kept on the executors (tables too big for the driver, see
+   * [[PlanningMode]]); default `MEMORY_AND_DISK`.
+   */
+  val IndexStorageLevel = "index.storageLevel"
+
   // --- planning (session keys; also accepted as read options without the prefix)
   /**
    * Where a batch scan's file list is pruned, skipped and split: `driver` (collected to the driver,
@@ -99,6 +105,7 @@ object DeltaReplayOptions {
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes
   val MetadataAggregatesKey: String = SessionPrefix + MetadataAggregates
+  val IndexStorageLevelKey: String = SessionPrefix + IndexStorageLevel
   val PlanningModeKey: String = SessionPrefix + PlanningMode
   val PlanningExecutorsMinFilesKey: String = SessionPrefix + PlanningExecutorsMinFiles
   val PlanningScratchDirKey: String = SessionPrefix + PlanningScratchDir
@@ -114,6 +121,7 @@ object DeltaReplayOptions {
     StateCacheMaxBytes -> "0",
     StateMaxTailBytes -> (64L * 1024 * 1024).toString,
     MetadataAggregates -> "true",
+    IndexStorageLevel -> "MEMORY_AND_DISK",
     PlanningMode -> "auto",
     PlanningExecutorsMinFiles -> "0",
     PlanningScratchDir -> "/tmp/delta-replay",
@@ -135,6 +143,7 @@ object DeltaReplayOptions {
     StateCacheMaxBytes,
     StateMaxTailBytes,
     MetadataAggregates,
+    IndexStorageLevel,
     PlanningMode,
     PlanningExecutorsMinFiles,
     PlanningScratchDir,

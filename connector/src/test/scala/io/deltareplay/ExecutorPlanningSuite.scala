@@ -2,7 +2,7 @@ package io.deltareplay
 
 import java.io.File
 
-import io.deltareplay.internal.{DeltaReplayScan, ManifestPartition, ReplayState, Scratch}
+import io.deltareplay.internal.{DeltaReplayScan, IndexCache, ManifestPartition, Scratch}
 import io.deltareplay.test.DeltaOracle
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
@@ -126,7 +126,7 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
             "spark.deltareplay.replay.distributedThresholdBytes" -> "0"
           ) ++ pairs): _*
         )(scanOf(ours(path)).metrics.planning)
-      ReplayState.clear(spark)
+      IndexCache.clear(spark)
       assert(planning("spark.deltareplay.replay.stateCache.enabled" -> "false") === "driver")
       val few = "spark.deltareplay.planning.executorsMinFiles" -> "10"
       assert(
@@ -138,7 +138,7 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
       // Once a driver-side replay of the table is cached, auto rolls it forward on the driver.
       withConf("spark.deltareplay.planning.mode" -> "driver")(ours(path).collect())
       assert(planning(few) === "driver")
-      ReplayState.clear(spark)
+      IndexCache.clear(spark)
       assert(planning(few).startsWith("executors"))
       assert(sorted(withConf(few)(ours(path))) === sorted(v1(path)))
     }

@@ -36,11 +36,10 @@ private[deltareplay] final case class DeltaReplayScan(
     with SupportsReportStatistics
     with SupportsRuntimeV2Filtering {
 
-  private val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+  private lazy val policy = ReadPolicy(spark, snapshot, conf)
 
-  /** Where this scan plans; decided once. */
-  lazy val planning: ScanPlanning =
-    ReadPolicy(spark, snapshot, conf).planner(needStats, replayedBefore)
+  /** This scan's planning over the snapshot index; the index is got once. */
+  lazy val planning: ScanPlanning = policy.planner(needStats, replayedBefore)
 
   private def needStats: Boolean = conf.dataSkipping && filters.skipping.nonEmpty
 
@@ -54,18 +53,16 @@ private[deltareplay] final case class DeltaReplayScan(
       case Some((filters, plan)) if filters == runtimeFilters => plan
       case _ =>
         val withRuntime = filters.copy(partition = filters.partition ++ runtimeFilters)
-        val filter = FileFilter(entry, withRuntime, conf.dataSkipping)
-        val plan = planning.plan(filter, entry, readPartitionSchema, owner = this)
+        val filter = FileFilter(policy.entry, withRuntime, conf.dataSkipping)
+        val plan = planning.plan(filter, readPartitionSchema, owner = this)
         plannedCache = Some(runtimeFilters -> plan)
         plan
     }
   }
 
-  /** The replayed file list, when this scan plans on the driver (replays if it has not). */
-  def driverReplay: Option[ReplayResult] = planning match {
-    case d: DriverScanPlanning => Some(d.replay)
-    case _ => None
-  }
+  /** The index on the driver, when this scan plans there (got if it was not yet). */
+  def driverReplay: Option[ReplayResult] =
+    Some(planning.replay).filter(_.index.isInstanceOf[DriverIndex])
 
   /** The planned scan's figures, without planning (None until it has planned). */
   def plannedMetrics: Option[ScanMetrics] = plannedCache.map(p => metricsOf(p._2))
@@ -87,7 +84,8 @@ private[deltareplay] final case class DeltaReplayScan(
       planMillis = p.planned.planMillis,
       snapshotMillis = snapshot.loadMillis,
       replayTasks = p.replay.tasks,
-      planning = p.planned.planning
+      planning = p.planned.planning,
+      index = p.replay.index
     )
 
   // Spark resolves these against the scan relation's output, so only partition columns that
@@ -153,7 +151,7 @@ private[deltareplay] final case class DeltaReplayScan(
       readPartitionSchema,
       filters.parquet,
       planned.planned.hasDeletionVectors,
-      withManifests = planning.onExecutors,
+      withManifests = planned.onExecutors,
       metadata = metadataSchema.getOrElse(new StructType())
     )
 

@@ -59,17 +59,18 @@ private[deltareplay] class DeltaReplayScanBuilder(
     if (!conf.metadataAggregates || filters.postScan.nonEmpty) return false
     if (MetadataAggregates.functions(aggregation, entry).isEmpty) return false
     val filter = FileFilter(entry, filters, skipping = false)
-    if (policy.plansOnExecutors(needStats = true, replayedOnDriver = false)) {
-      // The file list is too big for the driver: fold the statistics where the files are.
-      val answered =
-        MetadataAggregates.answerOnExecutors(spark, snapshot, conf, aggregation, entry, filter)
-      aggregate = answered.map(_._1)
-      aggregateReplay = answered.map(_._2).getOrElse("")
-    } else {
-      val replay = policy.replay(needStats = true)
-      replayed = Some(replay)
-      aggregateReplay = replay.mode
-      aggregate = MetadataAggregates.answer(aggregation, replay.files.toIndexedSeq, entry, filter)
+    val replay = policy.index(needStats = true)
+    replayed = Some(replay)
+    replay.index match {
+      case index: DriverIndex =>
+        aggregateReplay = replay.mode
+        aggregate = MetadataAggregates.answer(aggregation, index, filter)
+      case index: ExecutorIndex =>
+        // The file list is too big for the driver: fold the statistics where the files are.
+        val answered =
+          MetadataAggregates.answerOnExecutors(spark, snapshot, aggregation, index, filter)
+        aggregate = answered
+        aggregateReplay = s"${replay.mode} (${index.describe})"
     }
     aggregate.isDefined
   }

@@ -37,24 +37,29 @@ private[deltareplay] class DistributedReplay(
   private val reader = new LogReader(spark, segment)
   private val paths = segment.paths
 
-  /** (live files, mode label, actions replayed, tasks run). */
-  def run(): (Array[LiveFile], String, Long, Int) = {
-    val ((files, actions), tasks) =
+  /**
+   * The snapshot index of the segment's version on the driver: each replay task turns its live
+   * files into [[FileEntry]] columns (statistics parsed there, in parallel) and the driver keeps
+   * the chunks it receives. Returns (index, mode label, actions replayed, tasks run).
+   */
+  def index(entry: FileEntry, tableId: String): (DriverIndex, String, Long, Int) = {
+    val ((chunks, actions), tasks) =
       DistributedReplay.inJobGroup(
         spark,
-        s"delta-replay: replay ${segment.table} v${segment.version}"
+        s"delta-replay: index ${segment.table} v${segment.version}"
       ) {
         val (live, tailActions) = liveFrame()
-        val qe = live.queryExecution
-        val rows = DistributedReplay.logErrors(segment)(qe.executedPlan.executeCollect())
-        val interner = new Replay.Interner
-        val files = rows.map(r => LiveFile.fromInternalRow(r, interner(_)))
-        (files, DistributedReplay.scannedRows(qe.executedPlan) + tailActions)
+        val qe = live.select(entry.columnsFromLiveFile: _*).queryExecution
+        val p = paths
+        val built = qe.toRdd.mapPartitions(rows => DriverIndex.chunksOf(entry, p, rows))
+        val chunks = DistributedReplay.logErrors(segment)(built.collect())
+        (chunks, DistributedReplay.scannedRows(qe.executedPlan) + tailActions)
       }
-    (files, modeLabel, actions, tasks)
+    val index = DriverIndex(entry, paths, tableId, segment.version, needStats, chunks.toVector)
+    (index, modeLabel, actions, tasks)
   }
 
-  /** The label of the path [[run]] or [[liveFrame]] takes. */
+  /** The label of the path [[index]] or [[liveFrame]] takes. */
   def modeLabel: String =
     if (useFastPath) "distributed (map-side filter)" else "distributed (keyed window)"
 

@@ -62,19 +62,22 @@ private[deltareplay] case class ManifestPartition(
  */
 private[deltareplay] object ExecutorPlanning {
 
+  /**
+   * Plans over the index's entries where they are. Returns the plan, the rows the job's log scans
+   * read and its tasks (when the index is not persisted, this job is its replay).
+   */
   def plan(
       spark: SparkSession,
       snapshot: TableSnapshot,
       conf: ReadConf,
-      entry: FileEntry,
+      index: ExecutorIndex,
       filter: FileFilter,
       owner: AnyRef
-  ): (PlannedScan, ReplaySummary) = {
+  ): (PlannedScan, Long, Int) = {
     val started = System.nanoTime()
-    def millisSince(t: Long) = (System.nanoTime() - t) / 1000000
     val segment = snapshot.segment
+    val entry = index.entry
     val sqlConf = spark.sessionState.conf
-    val needStats = filter.skips
     val dir = Scratch.newDir(spark, conf.scratchDir, owner)
     val sc = spark.sparkContext
     val live = sc.longAccumulator("delta-replay live files")
@@ -88,16 +91,13 @@ private[deltareplay] object ExecutorPlanning {
       prunedCount = pruned
     )
     val writer = ManifestWriter(spark, dir, Manifests.schema(entry))
-    val replay = new DistributedReplay(spark, segment, conf, needStats)
     val description = s"delta-replay: plan ${segment.table} v${segment.version} on the executors"
-    val ((actions, summary), tasks) = DistributedReplay.inJobGroup(spark, description) {
-      val (frame, tailActions) = replay.liveFrame()
-      val qe = frame.select(entry.columnsFromLiveFile: _*).queryExecution
+    val ((scanned, summary), tasks) = DistributedReplay.inJobGroup(spark, description) {
+      val qe = index.frame.queryExecution
       val bins = qe.toRdd.mapPartitions(rows => binner.write(rows, writer))
       val summary = DistributedReplay.logErrors(segment)(bins.collect())
-      (DistributedReplay.scannedRows(qe.executedPlan) + tailActions, summary)
+      (DistributedReplay.scannedRows(qe.executedPlan), summary)
     }
-    val replayMillis = millisSince(started)
     val interned = new java.util.HashMap[String, String]()
     val sorted = summary
       .map(b => b.copy(manifest = interned.computeIfAbsent(b.manifest, m => m)))
@@ -111,21 +111,12 @@ private[deltareplay] object ExecutorPlanning {
       bytesAfterSkipping = summary.map(_.bytes).sum,
       rowsAfterSkipping = rows,
       hasDeletionVectors = summary.exists(_.hasDv),
-      planMillis = millisSince(started) - replayMillis,
-      planning = s"executors (${interned.size} manifests, ${partitions.length} bins)"
+      planMillis = (System.nanoTime() - started) / 1000000,
+      planning = s"executors (${interned.size} manifests, ${partitions.length} bins)",
+      liveFiles = live.sum
     )
-    (
-      planned,
-      ReplaySummary(
-        mode = s"${replay.modeLabel}, on the executors",
-        actionsReplayed = actions,
-        liveFiles = live.sum,
-        millis = replayMillis,
-        tasks = tasks
-      )
-    )
+    (planned, scanned, tasks)
   }
-
 }
 
 /** One bin of one manifest, as the task that wrote it reports it (O(bins) reach the driver). */

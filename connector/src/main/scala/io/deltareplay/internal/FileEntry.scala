@@ -58,7 +58,7 @@ private[deltareplay] final case class FileEntry(
     .add("partition", partitionSchema)
     .add("stats", statsSchema)
 
-  object Ord {
+  object Ord extends Serializable {
     val Path: Int = schema.fieldIndex("path")
     val Size: Int = schema.fieldIndex("size")
     val ModificationTime: Int = schema.fieldIndex("modificationTime")

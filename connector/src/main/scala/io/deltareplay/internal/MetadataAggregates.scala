@@ -246,44 +246,34 @@ private[deltareplay] object MetadataAggregates {
   }
 
   /**
-   * The answer for `agg` over `files` (on the driver) that satisfy `filter`'s partition filters, or
-   * None when the statistics cannot give it.
+   * The answer for `agg` over the indexed files (on the driver) that satisfy `filter`'s partition
+   * filters, or None when the statistics cannot give it.
    */
-  def answer(
-      agg: Aggregation,
-      files: Seq[LiveFile],
-      entry: FileEntry,
-      filter: FileFilter
-  ): Option[Answer] = functions(agg, entry).flatMap { fs =>
-    val partial = new Partial(fs.toArray, StatsLayout(entry))
-    val toEntry = entry.projector()
-    files.iterator.map(toEntry).filter(filter.keepsPartition).foreach(partial.add)
-    partial.finish()
-  }
+  def answer(agg: Aggregation, index: DriverIndex, filter: FileFilter): Option[Answer] =
+    functions(agg, index.entry).flatMap { fs =>
+      val partial = new Partial(fs.toArray, StatsLayout(index.entry))
+      index.foreachLive((e, _) => if (!partial.failed && filter.keepsPartition(e)) partial.add(e))
+      partial.finish()
+    }
 
   /**
-   * The answer for `agg` computed where the files are: the distributed replay's live files (with
-   * statistics) are pruned by `filter`'s partition filters and folded into partial aggregates in
-   * the replay tasks; only one partial per task reaches the driver. For tables whose file list is
-   * too big for the driver. Returns the answer and the replay's label.
+   * The answer for `agg` computed where the files are: the entries of an index on the executors are
+   * pruned by `filter`'s partition filters and folded into partial aggregates in its tasks; only
+   * one partial per task reaches the driver.
    */
   def answerOnExecutors(
       spark: org.apache.spark.sql.SparkSession,
       snapshot: TableSnapshot,
-      conf: ReadConf,
       agg: Aggregation,
-      entry: FileEntry,
+      index: ExecutorIndex,
       filter: FileFilter
-  ): Option[(Answer, String)] = functions(agg, entry).flatMap { fs =>
+  ): Option[Answer] = functions(agg, index.entry).flatMap { fs =>
     val segment = snapshot.segment
-    val replay = new DistributedReplay(spark, segment, conf, needStats = true)
     val description = s"delta-replay: aggregates of ${segment.table} v${segment.version}"
-    val layout = StatsLayout(entry)
+    val layout = StatsLayout(index.entry)
     val (partials, _) = DistributedReplay.inJobGroup(spark, description) {
-      val (frame, _) = replay.liveFrame()
       val functions = fs.toArray
-      val entries = frame.select(entry.columnsFromLiveFile: _*).queryExecution.toRdd
-      val folded = entries.mapPartitions { rows =>
+      val folded = index.frame.queryExecution.toRdd.mapPartitions { rows =>
         val p = new Partial(functions, layout)
         while (rows.hasNext && !p.failed) {
           val e = rows.next()
@@ -293,11 +283,7 @@ private[deltareplay] object MetadataAggregates {
       }
       DistributedReplay.logErrors(segment)(folded.collect())
     }
-    partials
-      .reduceOption(_ merge _)
-      .getOrElse(new Partial(fs.toArray, layout))
-      .finish()
-      .map(_ -> s"${replay.modeLabel}, on the executors")
+    partials.reduceOption(_ merge _).getOrElse(new Partial(fs.toArray, layout)).finish()
   }
 
   /** A scan that returns the one precomputed row (Spark adds its final aggregate on top). */

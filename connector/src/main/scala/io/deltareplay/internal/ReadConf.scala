@@ -4,6 +4,7 @@ import java.util.Locale
 
 import io.deltareplay.{DeltaReplayOptions => O}
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.storage.StorageLevel
 
 /** A setting with a few named values. */
 private[deltareplay] trait Named { def name: String }
@@ -56,6 +57,7 @@ private[deltareplay] case class ReadConf(
     stateCacheBudgetBytes: Long,
     stateMaxTailBytes: Long,
     metadataAggregates: Boolean,
+    indexStorageLevel: StorageLevel,
     planningMode: PlanningMode,
     executorsMinFiles: Long,
     scratchDir: String
@@ -94,6 +96,18 @@ private[deltareplay] object ReadConf {
       },
       stateMaxTailBytes = long(O.StateMaxTailBytes),
       metadataAggregates = bool(O.MetadataAggregates),
+      indexStorageLevel = {
+        val v = get(O.IndexStorageLevel).trim.toUpperCase(Locale.ROOT)
+        try StorageLevel.fromString(v)
+        catch {
+          case _: IllegalArgumentException =>
+            throw Errors.badOption(
+              O.SessionPrefix + O.IndexStorageLevel,
+              v,
+              "a Spark storage level such as MEMORY_AND_DISK"
+            )
+        }
+      },
       planningMode = PlanningMode.parse(get(O.PlanningMode)),
       executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {
         // one file per 2 KiB of heap: about where collecting (retained list, split objects and

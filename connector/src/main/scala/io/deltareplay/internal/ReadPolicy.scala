@@ -2,10 +2,11 @@ package io.deltareplay.internal
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.storage.StorageLevel
 
-/** What a replay produced and what it cost. */
+/** A snapshot index at hand for one read, and what getting it did. */
 private[deltareplay] case class ReplayResult(
-    files: Array[LiveFile],
+    index: TableIndex,
     mode: String,
     actionsReplayed: Long,
     millis: Long,
@@ -18,19 +19,29 @@ private[deltareplay] case class ReplaySummary(
     actionsReplayed: Long,
     liveFiles: Long,
     millis: Long,
-    tasks: Int
+    tasks: Int,
+    index: String = "none"
 )
 
+/** Where a snapshot index lives. */
+private[deltareplay] sealed trait Home
+private[deltareplay] object Home {
+  case object Driver extends Home
+  case object Executors extends Home
+}
+
 /**
- * Every decision about how one read of one table version runs, in one place:
+ * Every decision about how one read of one table version gets its snapshot index and plans, in one
+ * place:
  *
- *   - whether a replayed state of the table kept by this session can serve (as it is, or rolled
- *     forward by the commits since) — [[cachedState]];
- *   - where a replay runs: on the driver (small logs, `replay.mode=local`) or as a Spark job —
- *     [[replaysDistributed]];
- *   - where planning runs: on the driver over a collected file list, or on the executors with the
- *     list kept there (`planning.mode`, or `auto` by the table's estimated size) — [[planner]];
- *   - where aggregates from statistics are folded: the same choice as planning.
+ *   - whether an index of the table kept by this session serves (as it is, or rolled forward by the
+ *     commits since) — [[cachedState]]; forced replay modes always replay;
+ *   - where a fresh index lives ([[home]]): on the driver (compact columns), or on the executors (a
+ *     persisted dataset) for tables of about `planning.executorsMinFiles` files or more, or when
+ *     `planning.mode` says so;
+ *   - how a fresh index is built: replayed on the driver (small logs, `replay.mode=local`) or as a
+ *     Spark job ([[replaysDistributed]]);
+ *   - where planning and aggregates from statistics run: where the index is.
  */
 private[deltareplay] final case class ReadPolicy(
     spark: SparkSession,
@@ -39,35 +50,41 @@ private[deltareplay] final case class ReadPolicy(
 ) extends Logging {
   private def segment = snapshot.segment
 
-  /**
-   * The session's replayed state of this table, if it can serve this version (with `needStats`).
-   */
-  def cachedState(needStats: Boolean): Option[ReplayState.Entry] =
+  /** The layout of this table's index entries. */
+  lazy val entry: FileEntry =
+    FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+
+  /** The session's index of this table, if it can serve this version (with `needStats`). */
+  def cachedState(needStats: Boolean): Option[IndexCache.Entry] =
     if (!conf.stateCache || conf.replayMode != ReplayMode.Auto) None
     else
-      ReplayState.lookup(
-        spark,
-        segment.paths.root,
-        snapshot.meta.tableId,
-        segment.version,
-        needStats
-      )
+      IndexCache
+        .lookup(spark, segment.paths.root, snapshot.meta.tableId, segment.version, needStats)
+        .filter { e =>
+          conf.planningMode match {
+            case PlanningMode.Driver => e.index.isInstanceOf[DriverIndex]
+            case PlanningMode.Executors => e.index.isInstanceOf[ExecutorIndex]
+            case PlanningMode.Auto => true
+          }
+        }
 
   /** Whether a replay of this version runs as a Spark job (the mode, or `auto`'s size rule). */
   def replaysDistributed: Boolean = Replay.isDistributed(segment, conf)
 
   /**
-   * Whether the scan plans on the executors, keeping the file list there. `auto` does when no
-   * replayed file list is at hand on the driver (from the aggregate pushdown or the state cache)
-   * and the table has about `executorsMinFiles` files or more.
+   * Where a fresh index of this version lives. `auto` puts it on the executors when the table has
+   * about `executorsMinFiles` files or more (and the scratch directory is reachable by every
+   * executor), unless replay is forced `local`.
    */
-  def plansOnExecutors(needStats: Boolean, replayedOnDriver: Boolean): Boolean =
+  def home: Home =
     conf.planningMode match {
-      case PlanningMode.Driver => false
+      case PlanningMode.Driver => Home.Driver
       case PlanningMode.Executors =>
-        if (!scratchShared)
+        if (!scratchShared) {
           throw Errors.scratchDirNotShared(conf.scratchDir, spark.sparkContext.master)
-        true
+        }
+        Home.Executors
+      case PlanningMode.Auto if conf.replayMode == ReplayMode.Local => Home.Driver
       case PlanningMode.Auto if !scratchShared =>
         logWarning(
           s"Planning ${snapshot.table} on the driver: the default planning.scratchDir " +
@@ -75,13 +92,12 @@ private[deltareplay] final case class ReadPolicy(
             "(master " + spark.sparkContext.master + ") cannot read. Set " +
             "spark.deltareplay.planning.scratchDir to shared storage to plan on the executors."
         )
-        false
+        Home.Driver
       case PlanningMode.Auto =>
         // No log holds a file action in under 8 bytes: smaller logs skip the footer reads.
-        def big = segment.totalBytes >= 8 * conf.executorsMinFiles &&
+        val big = segment.totalBytes >= 8 * conf.executorsMinFiles &&
           new LogReader(spark, segment).estimatedFiles() >= conf.executorsMinFiles
-        !replayedOnDriver && conf.replayMode != ReplayMode.Local &&
-        cachedState(needStats).isEmpty && big
+        if (big) Home.Executors else Home.Driver
     }
 
   /**
@@ -103,12 +119,31 @@ private[deltareplay] final case class ReadPolicy(
     !isDefault || localMaster || !onLocalDisk
   }
 
-  /** The replay on the driver: the cached state (rolled forward), or a fresh replay. */
-  def replay(needStats: Boolean): ReplayResult =
-    Replay.run(spark, segment, snapshot.meta.tableId, conf, needStats, cachedState(needStats))
+  /**
+   * The index of this version: the cached one (rolled forward by the commits in between), or a
+   * fresh one in its [[home]]. Offered to the session's cache (`replay.stateCache.enabled`).
+   */
+  def index(needStats: Boolean): ReplayResult = {
+    val started = System.nanoTime()
+    val rolled = cachedState(needStats).flatMap(e => Replay.roll(spark, segment, conf, entry, e))
+    val result = rolled.getOrElse(build(needStats))
+    if (conf.stateCache) IndexCache.offer(spark, result.index, segment.paths.root, conf)
+    // an index the cache did not take is not persisted (buildOnExecutors), nothing to release
+    result.copy(millis = (System.nanoTime() - started) / 1000000)
+  }
 
-  /** The planning of a scan: over a driver-side replay, or on the executors. */
+  private def build(needStats: Boolean): ReplayResult = home match {
+    case Home.Driver =>
+      Replay.buildOnDriver(spark, segment, snapshot.meta.tableId, conf, entry, needStats)
+    case Home.Executors =>
+      // A cached index is persisted; a read that keeps nothing plans over the replay directly.
+      val cached = conf.stateCache && conf.replayMode == ReplayMode.Auto &&
+        IndexCache.wouldKeep(spark, segment.paths.root, snapshot.meta.tableId, segment.version)
+      val level = if (cached) Some(conf.indexStorageLevel) else None
+      Replay.buildOnExecutors(spark, segment, snapshot.meta.tableId, conf, entry, needStats, level)
+  }
+
+  /** The planning of a scan, over the index ([[index]], or one the scan builder already has). */
   def planner(needStats: Boolean, replayedBefore: Option[ReplayResult]): ScanPlanning =
-    if (plansOnExecutors(needStats, replayedBefore.isDefined)) new ExecutorScanPlanning(this)
-    else new DriverScanPlanning(spark, snapshot, () => replayedBefore.getOrElse(replay(needStats)))
+    new ScanPlanning(this, () => replayedBefore.getOrElse(index(needStats)))
 }

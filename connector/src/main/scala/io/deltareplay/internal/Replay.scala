@@ -30,63 +30,87 @@ import org.apache.spark.sql.SparkSession
 private[deltareplay] object Replay {
 
   /**
-   * Runs the replay in the mode the configuration asks for (or `auto` picks), or rolls `cached`, a
-   * state of an older version, forward by the commits in between ([[ReplayState]]). Offers the
-   * result to the state cache when it is on. [[ReadPolicy]] decides what is cached and usable.
+   * `cached`, an index of this or an older version, made the index of `segment`'s version: as it
+   * is, or rolled forward by the commits in between ([[IndexCache]]); None when the commits in
+   * between are gone or bigger than a full replay would read.
    */
-  def run(
+  def roll(
+      spark: SparkSession,
+      segment: LogSegment,
+      conf: ReadConf,
+      entry: FileEntry,
+      cached: IndexCache.Entry
+  ): Option[ReplayResult] =
+    if (cached.version == segment.version) {
+      Some(ReplayResult(cached.index, s"cached (v${cached.version})", 0L, 0L, 0))
+    } else {
+      IndexCache.commitsAfter(spark, segment, cached.version).collect {
+        case commits
+            if commits.map(_.getLen).sum <= math.min(segment.totalBytes, conf.stateMaxTailBytes) =>
+          val tail = IndexCache.reconcile(spark, segment, commits, cached.withStats)
+          val index = cached.index match {
+            case d: DriverIndex =>
+              val rolled = d.rolledForward(tail, segment.version, entry.projector())
+              if (rolled.wantsCompaction) rolled.compacted else rolled
+            case e: ExecutorIndex => e.rolledForward(spark, tail, segment.version)
+          }
+          val mode = s"incremental (v${cached.version} + ${commits.size} commits)"
+          ReplayResult(index, mode, tail.count, 0L, 0)
+      }
+    }
+
+  /** A fresh index on the driver, replayed locally or as a Spark job. */
+  def buildOnDriver(
       spark: SparkSession,
       segment: LogSegment,
       tableId: String,
       conf: ReadConf,
+      entry: FileEntry,
+      needStats: Boolean
+  ): ReplayResult =
+    if (isDistributed(segment, conf)) {
+      val (index, mode, actions, tasks) =
+        new DistributedReplay(spark, segment, conf, needStats).index(entry, tableId)
+      ReplayResult(index, mode, actions, 0L, tasks)
+    } else {
+      val (files, actions) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
+      val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, files)
+      ReplayResult(index, "local", actions, 0L, 0)
+    }
+
+  /**
+   * A fresh index on the executors (replayed as a Spark job whatever `replay.mode` says), persisted
+   * at `storageLevel`, or not persisted (then planning runs the replay).
+   */
+  def buildOnExecutors(
+      spark: SparkSession,
+      segment: LogSegment,
+      tableId: String,
+      conf: ReadConf,
+      entry: FileEntry,
       needStats: Boolean,
-      cached: Option[ReplayState.Entry]
+      storageLevel: Option[org.apache.spark.storage.StorageLevel]
   ): ReplayResult = {
-    val started = System.nanoTime()
-    def elapsed = (System.nanoTime() - started) / 1000000
-    val uri = segment.paths.root
-    val incremental = cached.flatMap { e =>
-      if (e.version == segment.version) {
-        Some(ReplayResult(e.files, s"cached (v${e.version})", 0L, elapsed, 0))
-      } else {
-        ReplayState.commitsAfter(spark, segment, e.version).collect {
-          case commits
-              if commits.map(_.getLen).sum <= math
-                .min(segment.totalBytes, conf.stateMaxTailBytes) =>
-            val (files, actions) = ReplayState.rollForward(spark, segment, e, commits)
-            ReplayResult(
-              files,
-              s"incremental (v${e.version} + ${commits.size} commits)",
-              actions,
-              elapsed,
-              0
-            )
-        }
+    val replay = new DistributedReplay(spark, segment, conf, needStats)
+    val description = s"delta-replay: index ${segment.table} v${segment.version} on the executors"
+    val ((index, actions), tasks) = DistributedReplay.inJobGroup(spark, description) {
+      val (live, tailActions) = replay.liveFrame()
+      val index = DistributedReplay.logErrors(segment) {
+        ExecutorIndex.build(
+          spark,
+          entry,
+          segment.paths,
+          tableId,
+          segment.version,
+          needStats,
+          live,
+          storageLevel
+        )
       }
+      val scanned = if (index.persisted) DistributedReplay.scannedRows(index.cachedPlan) else 0L
+      (index, scanned + tailActions)
     }
-    val result = incremental.getOrElse {
-      val (files, mode, actions, tasks) =
-        if (isDistributed(segment, conf)) {
-          new DistributedReplay(spark, segment, conf, needStats).run()
-        } else {
-          val (f, a) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
-          (f, "local", a, 0)
-        }
-      ReplayResult(files, mode, actions, elapsed, tasks)
-    }
-    if (conf.stateCache) {
-      val withStats = incremental.fold(needStats)(_ => cached.get.withStats)
-      val entry = ReplayState.Entry(
-        uri,
-        tableId,
-        segment.version,
-        withStats,
-        result.files,
-        ReplayState.estimateBytes(result.files)
-      )
-      ReplayState.offer(spark, entry, conf.stateCacheBudgetBytes)
-    }
-    result
+    ReplayResult(index, s"${replay.modeLabel}, on the executors", actions, 0L, tasks)
   }
 
   /** Whether the replay of `segment` runs as a Spark job (the mode, or `auto`'s size rule). */

@@ -16,7 +16,8 @@ private[deltareplay] case class ScanMetrics(
     planMillis: Long,
     snapshotMillis: Long,
     replayTasks: Int,
-    planning: String = "driver"
+    planning: String = "driver",
+    index: String = "none"
 ) {
   def toJson: String = {
     import ScanMetrics.quote
@@ -25,13 +26,14 @@ private[deltareplay] case class ScanMetrics(
       s""""liveFiles":$liveFiles,"filesAfterPartitionPruning":$filesAfterPartitionPruning,""" +
       s""""filesAfterSkipping":$filesAfterSkipping,"replayMillis":$replayMillis,""" +
       s""""planMillis":$planMillis,"snapshotMillis":$snapshotMillis,"replayTasks":$replayTasks,""" +
-      s""""planning":${quote(planning)}}"""
+      s""""planning":${quote(planning)},"index":${quote(index)}}"""
   }
 
   /** What replay and skipping did, in words (EXPLAIN once the scan has planned). */
   def describe: String =
     s"replay $replayMode: $logSegment, $actionsReplayed actions -> $liveFiles live files in " +
       s"$replayMillis ms" + (if (replayTasks > 0) s" ($replayTasks tasks)" else "") +
+      s"; $index" +
       s"; $filesAfterPartitionPruning after partition pruning, $filesAfterSkipping after " +
       s"skipping; planned on the $planning in $planMillis ms"
 

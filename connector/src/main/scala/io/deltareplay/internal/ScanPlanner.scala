@@ -18,77 +18,105 @@ private[deltareplay] case class PlannedScan(
     rowsAfterSkipping: Option[Long],
     hasDeletionVectors: Boolean,
     planMillis: Long,
-    planning: String = "driver"
+    planning: String = "driver",
+    liveFiles: Long = -1
+)
+
+/** What a split needs of a kept file (taken out of the index row, which is a view). */
+private[deltareplay] final case class KeptFile(
+    path: String,
+    size: Long,
+    modificationTime: Long,
+    dv: Option[DvDescriptor],
+    partition: InternalRow,
+    rows: Option[Long]
 )
 
 /**
- * Planning on the driver: each live file becomes a [[FileEntry]] (typed partition values, parsed
- * statistics), partition pruning and data skipping ([[FileFilter]]) keep some, and the kept files
- * are cut into splits sized by Spark's `maxPartitionBytes` rules.
+ * Planning on the driver over the snapshot index ([[DriverIndex]]): partition pruning and data
+ * skipping ([[FileFilter]]) run over the index rows, and the kept files are cut into splits sized
+ * by Spark's `maxPartitionBytes` rules.
  */
 private[deltareplay] object ScanPlanner {
 
   def plan(
       spark: SparkSession,
       snapshot: TableSnapshot,
-      files: Array[LiveFile],
-      entry: FileEntry,
+      index: DriverIndex,
       filter: FileFilter,
       readPartitionSchema: StructType
   ): PlannedScan = {
     val started = System.nanoTime()
-    val toEntry = entry.projector()
-    val kept = mutable.ArrayBuffer.empty[InternalRow]
+    val entry = index.entry
+    val keep = keeper(entry, readPartitionSchema)
+    val kept = mutable.ArrayBuffer.empty[KeptFile]
     var pruned = 0L
-    files.foreach { f =>
-      val e = toEntry(f)
+    index.foreachLive { (e, _) =>
       if (filter.keepsPartition(e)) {
         pruned += 1
-        if (filter.mayMatch(e)) kept += e
+        if (filter.mayMatch(e)) kept += keep(e)
       }
     }
-    val partitions = splits(spark, snapshot, entry, kept.toSeq, readPartitionSchema)
-    val rows = kept.iterator
-      .map(e => Rows.of(entry, e))
-      .foldLeft(Option(0L)) { case (acc, r) => for (a <- acc; b <- r) yield a + b }
+    val partitions = splits(spark, snapshot, kept.toSeq)
+    val rows = kept.iterator.map(_.rows).foldLeft(Option(0L)) { case (acc, r) =>
+      for (a <- acc; b <- r) yield a + b
+    }
     PlannedScan(
       partitions = partitions.map(p => p: InputPartition),
       filesAfterPruning = pruned,
       filesAfterSkipping = kept.length,
-      bytesAfterSkipping = kept.iterator.map(_.getLong(entry.Ord.Size)).sum,
+      bytesAfterSkipping = kept.iterator.map(_.size).sum,
       rowsAfterSkipping = rows,
-      hasDeletionVectors = kept.exists(e => !e.isNullAt(entry.Ord.Dv)),
+      hasDeletionVectors = kept.exists(_.dv.isDefined),
       planMillis = (System.nanoTime() - started) / 1000000
     )
   }
 
-  /** File splits of `entries` sized by Spark's `maxPartitionBytes` rules, packed as Spark packs. */
+  /** Takes what a split needs out of an entry row; equal partition rows are shared. */
+  def keeper(entry: FileEntry, readPartitionSchema: StructType): InternalRow => KeptFile = {
+    val partitionRow = entry.partitionRowReader(readPartitionSchema)
+    val shared = new java.util.HashMap[InternalRow, InternalRow]()
+    (e: InternalRow) => {
+      val values = partitionRow(e)
+      KeptFile(
+        e.getUTF8String(entry.Ord.Path).toString,
+        e.getLong(entry.Ord.Size),
+        e.getLong(entry.Ord.ModificationTime),
+        DvDescriptor.fromInternalRow(e, entry.Ord.Dv),
+        Option(shared.putIfAbsent(values, values)).getOrElse(values),
+        Rows.of(entry, e)
+      )
+    }
+  }
+
+  /** File splits of `files` sized by Spark's `maxPartitionBytes` rules, packed as Spark packs. */
   def splits(
       spark: SparkSession,
       snapshot: TableSnapshot,
-      entry: FileEntry,
-      entries: Seq[InternalRow],
-      readPartitionSchema: StructType
+      files: Seq[KeptFile]
   ): Array[DeltaInputPartition] = {
     val paths = snapshot.segment.paths
-    val partitionRow = entry.partitionRowReader(readPartitionSchema)
-    val rowsByValues = new java.util.HashMap[InternalRow, InternalRow]()
     val conf = spark.sessionState.conf
-    val totalBytes = entries.iterator.map(_.getLong(entry.Ord.Size) + conf.filesOpenCostInBytes).sum
+    val totalBytes = files.iterator.map(_.size + conf.filesOpenCostInBytes).sum
     val bytesPerCore = totalBytes / math.max(1, spark.sparkContext.defaultParallelism)
     val maxSplit =
       math.min(conf.filesMaxPartitionBytes, math.max(conf.filesOpenCostInBytes, bytesPerCore))
-    val pieces = entries.iterator
-      .flatMap { e =>
-        val values = partitionRow(e)
-        val row = Option(rowsByValues.putIfAbsent(values, values)).getOrElse(values)
-        val path = SparkPath.fromUrlString(paths.absolute(e.getUTF8String(entry.Ord.Path).toString))
-        val size = e.getLong(entry.Ord.Size)
-        val modified = e.getLong(entry.Ord.ModificationTime)
-        val dv = DvDescriptor.fromInternalRow(e, entry.Ord.Dv)
-        (0L until math.max(size, 1L) by maxSplit).iterator.map { start =>
-          val length = math.min(maxSplit, size - start)
-          (PartitionedFile(row, path, start, length, Array.empty, modified, size, Map.empty), dv)
+    val pieces = files.iterator
+      .flatMap { f =>
+        val path = SparkPath.fromUrlString(paths.absolute(f.path))
+        (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
+          val length = math.min(maxSplit, f.size - start)
+          val split = PartitionedFile(
+            f.partition,
+            path,
+            start,
+            length,
+            Array.empty,
+            f.modificationTime,
+            f.size,
+            Map.empty
+          )
+          (split, f.dv)
         }
       }
       .toSeq
@@ -105,7 +133,8 @@ private[deltareplay] object ScanPlanner {
   ): Array[DeltaInputPartition] = {
     val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
     val toEntry = entry.projector()
-    splits(spark, snapshot, entry, files.map(toEntry), readPartitionSchema)
+    val keep = keeper(entry, readPartitionSchema)
+    splits(spark, snapshot, files.map(f => keep(toEntry(f))))
   }
 }
 

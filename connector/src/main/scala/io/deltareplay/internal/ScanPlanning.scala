@@ -1,65 +1,59 @@
 package io.deltareplay.internal
 
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
 /** A scan's planning result: its input partitions and what the replay behind it did. */
-private[deltareplay] final case class PlanResult(planned: PlannedScan, replay: ReplaySummary)
+private[deltareplay] final case class PlanResult(
+    planned: PlannedScan,
+    replay: ReplaySummary,
+    onExecutors: Boolean
+)
 
 /**
- * Where a scan's file list is pruned, skipped and split: on the driver over a replayed list
- * ([[DriverScanPlanning]]) or on the executors where the list stays ([[ExecutorScanPlanning]]).
- * [[ReadPolicy.planner]] picks one.
+ * A scan's planning over the snapshot index, where the index is: on the driver ([[ScanPlanner]]),
+ * or on the executors ([[ExecutorPlanning]], the file list never reaching the driver). The index is
+ * got once, on first use.
  */
-private[deltareplay] sealed trait ScanPlanning {
-  def onExecutors: Boolean
+private[deltareplay] final class ScanPlanning(policy: ReadPolicy, getIndex: () => ReplayResult) {
+  lazy val replay: ReplayResult = getIndex()
 
   /** Plans with `filter`; `owner` keeps any scratch files alive while it is reachable. */
-  def plan(
-      filter: FileFilter,
-      entry: FileEntry,
-      readPartitionSchema: StructType,
-      owner: AnyRef
-  ): PlanResult
-}
-
-/** Planning over a file list on the driver (replayed once, on first use). */
-private[deltareplay] final class DriverScanPlanning(
-    spark: SparkSession,
-    snapshot: TableSnapshot,
-    replayNow: () => ReplayResult
-) extends ScanPlanning {
-  lazy val replay: ReplayResult = replayNow()
-
-  override def onExecutors: Boolean = false
-
-  override def plan(
-      filter: FileFilter,
-      entry: FileEntry,
-      readPartitionSchema: StructType,
-      owner: AnyRef
-  ): PlanResult = {
+  def plan(filter: FileFilter, readPartitionSchema: StructType, owner: AnyRef): PlanResult = {
     val r = replay
-    val planned = ScanPlanner.plan(spark, snapshot, r.files, entry, filter, readPartitionSchema)
-    PlanResult(
-      planned,
-      ReplaySummary(r.mode, r.actionsReplayed, r.files.length, r.millis, r.replayTasks)
-    )
-  }
-}
-
-/** Planning in the distributed replay's tasks; the file list never reaches the driver. */
-private[deltareplay] final class ExecutorScanPlanning(policy: ReadPolicy) extends ScanPlanning {
-  override def onExecutors: Boolean = true
-
-  override def plan(
-      filter: FileFilter,
-      entry: FileEntry,
-      readPartitionSchema: StructType,
-      owner: AnyRef
-  ): PlanResult = {
-    val (planned, replay) =
-      ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, entry, filter, owner)
-    PlanResult(planned, replay)
+    r.index match {
+      case index: DriverIndex =>
+        val planned =
+          ScanPlanner.plan(policy.spark, policy.snapshot, index, filter, readPartitionSchema)
+        val summary =
+          ReplaySummary(
+            r.mode,
+            r.actionsReplayed,
+            index.size,
+            r.millis,
+            r.replayTasks,
+            index.describe
+          )
+        PlanResult(planned, summary, onExecutors = false)
+      case index: ExecutorIndex =>
+        val started = System.nanoTime()
+        val (planned, scanned, tasks) =
+          ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, index, filter, owner)
+        // An index that is not persisted is replayed by the planning job itself.
+        val (actions, millis, replayTasks) =
+          if (index.persisted) (r.actionsReplayed, r.millis, r.replayTasks)
+          else {
+            val millis = r.millis + (System.nanoTime() - started) / 1000000
+            (r.actionsReplayed + scanned, millis, r.replayTasks + tasks)
+          }
+        val summary = ReplaySummary(
+          r.mode,
+          actions,
+          if (index.persisted) index.size else planned.liveFiles,
+          millis,
+          replayTasks,
+          index.describe
+        )
+        PlanResult(planned, summary, onExecutors = true)
+    }
   }
 }

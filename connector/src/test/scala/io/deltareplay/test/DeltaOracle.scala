@@ -1,6 +1,12 @@
 package io.deltareplay.test
 
-import io.deltareplay.internal.{DeltaReplayScan, ScanMetrics}
+import io.deltareplay.internal.{
+  DeltaReplayScan,
+  DriverIndex,
+  DvDescriptor,
+  ExecutorIndex,
+  ScanMetrics
+}
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.delta.DeltaLog
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
@@ -26,6 +32,7 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   val driverReplayModes: Seq[String] = Seq("local", "distributed")
 
   def withReplayMode[T](mode: String)(body: => T): T = mode match {
+    case "auto" => withConf("spark.deltareplay.replay.mode" -> "auto")(body)
     case "executors" =>
       withConf(
         "spark.deltareplay.replay.mode" -> "distributed",
@@ -148,10 +155,25 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   def ourLiveFiles(path: String, version: Long, mode: String): Set[String] = withReplayMode(mode) {
     val scan = deltaReplayScans(ours(path, Map("versionAsOf" -> version.toString))).head
     val root = scan.snapshot.tablePath.toUri.toString.stripSuffix("/")
-    scan.driverReplay.get.files.map { f =>
-      val p = if (f.path.contains(":")) f.path else s"$root/${f.path}"
-      normalize(p) + f.dv.map(d => "#" + d.uniqueId).getOrElse("")
-    }.toSet
+    def name(path: String, dv: Option[DvDescriptor]) = {
+      val p = if (path.contains(":")) path else s"$root/$path"
+      normalize(p) + dv.map(d => "#" + d.uniqueId).getOrElse("")
+    }
+    scan.planning.replay.index match {
+      case index: DriverIndex =>
+        val out = Set.newBuilder[String]
+        index.foreachLive { (r, _) =>
+          val path = r.getUTF8String(index.entry.Ord.Path).toString
+          out += name(path, DvDescriptor.fromInternalRow(r, index.entry.Ord.Dv))
+        }
+        out.result()
+      case index: ExecutorIndex =>
+        index.frame
+          .select("path", "dv")
+          .collect()
+          .map(r => name(r.getString(0), DvDescriptor.fromRow(r.getAs[Row]("dv"))))
+          .toSet
+    }
   }
 
   private def normalize(uri: String): String = new java.net.URI(uri).getPath

@@ -2,16 +2,17 @@ package io.deltareplay
 
 import scala.util.Random
 
-import io.deltareplay.internal.ReplayState
+import io.deltareplay.internal.IndexCache
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
 import org.apache.spark.sql.delta.DeltaLog
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The replay state cache: after every commit of a random sequence of writes, rolling the cached
- * state forward gives the live files a full replay gives and V1 sees, and the same rows as V1.
+ * The snapshot index and its cache, in both homes: after every commit of a random sequence of
+ * writes, the index rolled forward holds the live files a full replay gives and V1 sees, and
+ * skipping on it gives V1's rows for generated predicates.
  */
-class IncrementalReplaySuite extends AnyFunSuite with DeltaOracle {
+class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
 
   private def modeOf(path: String, version: Option[Long] = None): String = {
     val opts = version.fold(Map.empty[String, String])(v => Map("versionAsOf" -> v.toString))
@@ -21,8 +22,19 @@ class IncrementalReplaySuite extends AnyFunSuite with DeltaOracle {
   private def autoFiles(path: String, version: Long): Set[String] =
     ourLiveFiles(path, version, "auto")
 
-  private def randomHistory(path: String, seed: Long, threshold: String): Unit = {
-    ReplayState.clear(spark)
+  /** The homes an index may live in: the settings that put it there. */
+  private val homes = Map(
+    "driver" -> Seq("spark.deltareplay.planning.mode" -> "driver"),
+    "executors" -> Seq("spark.deltareplay.planning.mode" -> "executors")
+  )
+
+  private def randomHistory(
+      path: String,
+      seed: Long,
+      threshold: String,
+      home: String = "driver"
+  ): Unit = withConf(homes(home): _*) {
+    IndexCache.clear(spark)
     val rnd = new Random(seed)
     spark
       .range(0, 200)
@@ -36,7 +48,18 @@ class IncrementalReplaySuite extends AnyFunSuite with DeltaOracle {
       .save(path)
     var next = 200L
     var incremental = 0
-    val ops = Seq("append", "delete", "update", "optimize", "overwrite", "append", "delete")
+    val ops = Seq(
+      "append",
+      "delete",
+      "update",
+      "optimize",
+      "overwrite",
+      "append",
+      "delete",
+      "merge",
+      "addColumn"
+    )
+    var columns = Seq("id", "id % 4 AS p")
     withConf("spark.deltareplay.replay.distributedThresholdBytes" -> threshold) {
       assert(autoFiles(path, 0) === v1LiveFiles(path, 0))
       (1 to 14).foreach { step =>
@@ -45,7 +68,7 @@ class IncrementalReplaySuite extends AnyFunSuite with DeltaOracle {
           case "append" =>
             spark
               .range(next, next + 50)
-              .selectExpr("id", "id % 4 AS p")
+              .selectExpr(columns: _*)
               .repartition(2)
               .write
               .format("delta")
@@ -61,13 +84,24 @@ class IncrementalReplaySuite extends AnyFunSuite with DeltaOracle {
           case "overwrite" =>
             spark
               .range(next, next + 80)
-              .selectExpr("id", "id % 4 AS p")
+              .selectExpr(columns: _*)
               .repartition(3)
               .write
               .format("delta")
               .mode("overwrite")
               .save(path)
             next += 80
+          case "merge" =>
+            spark.range(next - 30, next + 20).selectExpr(columns: _*).createOrReplaceTempView("src")
+            spark.sql(
+              s"MERGE INTO delta.`$path` t USING src ON t.id = src.id " +
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+            )
+            next += 20
+          case "addColumn" if columns.size == 2 =>
+            spark.sql(s"ALTER TABLE delta.`$path` ADD COLUMNS (extra STRING)")
+            columns = columns :+ "concat('x', id) AS extra"
+          case "addColumn" => spark.sql(s"DELETE FROM delta.`$path` WHERE id % 13 = 0")
         }
         DeltaLog.clearCache()
         val v = latestVersion(path)
@@ -77,26 +111,44 @@ class IncrementalReplaySuite extends AnyFunSuite with DeltaOracle {
         assert(autoFiles(path, v) === expected, s"step $step ($op): auto ($mode) differs at v$v")
         assert(ourLiveFiles(path, v, "local") === expected, s"step $step ($op): full replay")
         if (step % 5 == 0) assertSameAsV1(path, modes = Seq("auto"))
+        // skipping on the rolled-forward index: generated predicates give V1's rows
+        val id = rnd.nextInt(next.toInt)
+        Seq(s"id = $id", s"id < $id AND p = ${id % 4}", s"id >= $id OR p IS NULL").foreach { q =>
+          assert(
+            sorted(ours(path).where(q)) === sorted(v1(path).where(q)),
+            s"step $step ($op): $q ($mode, $home)"
+          )
+        }
+        assert(modeOf(path).startsWith("cached"), s"step $step: the index was not kept ($home)")
       }
     }
     // Each step reads the newest version right after one commit: rolled forward, not replayed.
     assert(incremental >= 12, s"only $incremental of 14 reads rolled the cached state forward")
   }
 
-  test("random appends, DV deletes and updates, OPTIMIZE, overwrite, checkpoints: local base") {
+  test(
+    "random appends, DV deletes and updates, MERGE, OPTIMIZE, overwrite, new columns, " +
+      "checkpoints: index on the driver, built locally"
+  ) {
     withTempDir(dir =>
       randomHistory(dir.getAbsolutePath + "/t", seed = 7, threshold = "1000000000")
     )
   }
 
-  test("the same with a distributed base replay") {
+  test("the same, index on the driver built by a distributed replay") {
     withTempDir(dir => randomHistory(dir.getAbsolutePath + "/t", seed = 11, threshold = "0"))
+  }
+
+  test("the same, index on the executors") {
+    withTempDir { dir =>
+      randomHistory(dir.getAbsolutePath + "/t", seed = 13, threshold = "0", home = "executors")
+    }
   }
 
   test("time travel, forced modes, a cold cache and a gap in the log replay in full") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
-      ReplayState.clear(spark)
+      IndexCache.clear(spark)
       (0 until 6).foreach { i =>
         spark.range(i * 10, i * 10 + 10).write.format("delta").mode("append").save(path)
       }
@@ -123,19 +175,19 @@ class IncrementalReplaySuite extends AnyFunSuite with DeltaOracle {
       withConf("spark.deltareplay.replay.stateCache.enabled" -> "false") {
         assert(modeOf(path) === "local")
       }
-      ReplayState.clear(spark)
+      IndexCache.clear(spark)
       withConf("spark.deltareplay.replay.stateCache.maxBytes" -> "10") {
         assert(modeOf(path) === "local")
         assert(modeOf(path) === "local", "a state over the budget must not be kept")
       }
-      assert(ReplayState.usage(spark)._1 === 0)
+      assert(IndexCache.usage(spark)._1 === 0)
     }
   }
 
   test("a filtered read needs statistics: a state kept without them is not used for it") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
-      ReplayState.clear(spark)
+      IndexCache.clear(spark)
       spark.range(0, 100, 1, 4).write.format("delta").save(path)
       assert(modeOf(path) === "local") // no filter: replayed without stats
       val filtered = ours(path).where("id = 42")

@@ -1,0 +1,260 @@
+package io.deltareplay.internal
+
+import java.nio.charset.StandardCharsets
+import java.util.BitSet
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.XXH64
+
+/**
+ * The snapshot index on the driver: the live files of one table version as [[FileEntry]] columns
+ * ([[EntryChunk]]s), no object per file. Immutable: a newer version is derived by
+ * [[rolledForward]], which shares the chunks, marks the rows the new commits removed in its own
+ * `removed` set and appends one chunk of their winning adds (statistics parsed only for those);
+ * [[compacted]] rewrites it into one chunk when removed rows and small chunks pile up.
+ *
+ * Rows are addressed by a global position (chunk by chunk); each row's replay key is kept as a
+ * 64-bit hash ([[KeyHash]]) so that the rows a commit removes are found without a scan (a hash
+ * match is confirmed on the row's own key).
+ */
+private[deltareplay] final class DriverIndex private (
+    val entry: FileEntry,
+    val paths: TablePaths,
+    val tableId: String,
+    val version: Long,
+    val withStats: Boolean,
+    val chunks: Vector[EntryChunk],
+    removed: BitSet,
+    lookups: Vector[KeyLookup]
+) extends TableIndex {
+  private val starts: Array[Int] = chunks.scanLeft(0)(_ + _.numRows).toArray
+
+  /** Rows held (live and removed). */
+  def rows: Int = starts.last
+
+  /** Live files. */
+  val size: Long = rows.toLong - removed.cardinality()
+
+  def bytes: Long = chunks.map(_.bytes).sum + lookups.map(_.bytes).sum + removed.size() / 8
+
+  /** Calls `f` with each live row (a view, valid during the call) and its position. */
+  def foreachLive(f: (InternalRow, Int) => Unit): Unit = {
+    var c = 0
+    while (c < chunks.length) {
+      val batch = chunks(c).batch
+      val base = starts(c)
+      var i = 0
+      while (i < chunks(c).numRows) {
+        if (!removed.get(base + i)) f(batch.getRow(i), base + i)
+        i += 1
+      }
+      c += 1
+    }
+  }
+
+  /** The row at `position` (a view, valid until the next call on the same chunk). */
+  def row(position: Int): InternalRow = {
+    val c = java.util.Arrays.binarySearch(starts, position) match {
+      case i if i >= 0 => i
+      case i => -i - 2
+    }
+    chunks(c).batch.getRow(position - starts(c))
+  }
+
+  /**
+   * This index rolled forward to `newVersion` by the reconciled commits in between: every row whose
+   * key the commits touched is removed, their winning adds join as a new chunk.
+   */
+  def rolledForward(
+      tail: LocalReplay.Reconciler,
+      newVersion: Long,
+      toEntry: LiveFile => InternalRow
+  ): DriverIndex = {
+    if (tail.winners.isEmpty) return copy(version = newVersion)
+    val removedNow = removed.clone().asInstanceOf[BitSet]
+    tail.winners.keySet().forEach { case (path, dv) =>
+      val h = KeyHash.of(path, dv)
+      lookups.foreach(_.positions(h).foreach { p =>
+        if (!removedNow.get(p) && keyAt(p) == ((path, dv))) removedNow.set(p)
+      })
+    }
+    val added = tail.liveFiles()
+    if (added.isEmpty) copy(version = newVersion, removed = removedNow)
+    else {
+      val chunk = DriverIndex.chunk(entry, paths, added.map(toEntry).toIndexedSeq, added)
+      val appended = chunks :+ chunk
+      copy(
+        version = newVersion,
+        chunks = appended,
+        removed = removedNow,
+        lookups = lookups :+ new KeyLookup(chunk.keyHashes, rows)
+      )
+    }
+  }
+
+  /** Whether rewriting into one chunk pays: many removed rows or many chunks. */
+  def wantsCompaction: Boolean = chunks.size > 16 || removed.cardinality() > rows / 4
+
+  /** The same live rows in one chunk. */
+  def compacted: DriverIndex = {
+    val live = mutable.ArrayBuffer.empty[InternalRow]
+    val hashes = mutable.ArrayBuilder.make[Long]
+    foreachLive { (r, p) =>
+      live += r.copy()
+      hashes += hashAt(p)
+    }
+    DriverIndex(
+      entry,
+      paths,
+      tableId,
+      version,
+      withStats,
+      Vector(EntryChunk(entry, live.toIndexedSeq, hashes.result()))
+    )
+  }
+
+  private def hashAt(position: Int): Long = {
+    val c = java.util.Arrays.binarySearch(starts, position) match {
+      case i if i >= 0 => i
+      case i => -i - 2
+    }
+    chunks(c).keyHashes(position - starts(c))
+  }
+
+  /** The replay key of the row at `position`. */
+  private def keyAt(position: Int): (String, String) = {
+    val r = row(position)
+    (
+      paths.key(r.getUTF8String(entry.Ord.Path).toString),
+      DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+    )
+  }
+
+  private def copy(
+      version: Long = version,
+      chunks: Vector[EntryChunk] = chunks,
+      removed: BitSet = removed,
+      lookups: Vector[KeyLookup] = lookups
+  ): DriverIndex =
+    new DriverIndex(entry, paths, tableId, version, withStats, chunks, removed, lookups)
+
+  def describe: String =
+    f"index on the driver: $size%,d files in ${chunks.size} chunk(s), ${bytes / 1e6}%.1f MB"
+}
+
+private[deltareplay] object DriverIndex {
+
+  /** An index of `chunks` (positions in chunk order), nothing removed. */
+  def apply(
+      entry: FileEntry,
+      paths: TablePaths,
+      tableId: String,
+      version: Long,
+      withStats: Boolean,
+      chunks: Vector[EntryChunk]
+  ): DriverIndex = {
+    val starts = chunks.scanLeft(0)(_ + _.numRows)
+    val lookups = chunks.zip(starts).map { case (c, start) => new KeyLookup(c.keyHashes, start) }
+    new DriverIndex(entry, paths, tableId, version, withStats, chunks, new BitSet(), lookups)
+  }
+
+  /** The index of live files replayed on the driver. */
+  def of(
+      entry: FileEntry,
+      paths: TablePaths,
+      tableId: String,
+      version: Long,
+      withStats: Boolean,
+      files: Seq[LiveFile]
+  ): DriverIndex = {
+    val toEntry = entry.projector()
+    val chunks = files
+      .grouped(ChunkRows)
+      .map(g => chunk(entry, paths, g.map(toEntry).toIndexedSeq, g))
+      .toVector
+    apply(entry, paths, tableId, version, withStats, chunks)
+  }
+
+  /**
+   * Entry rows (of a Spark job over the live files) as chunks, with their key hashes; runs in the
+   * replay tasks.
+   */
+  def chunksOf(
+      entry: FileEntry,
+      paths: TablePaths,
+      rows: Iterator[InternalRow]
+  ): Iterator[EntryChunk] =
+    // copied as they come: a task's row iterator reuses one row object
+    rows.map(_.copy()).grouped(ChunkRows).map { group =>
+      val copies = group.toIndexedSeq
+      val hashes = copies.map { r =>
+        val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+        KeyHash.of(paths.key(r.getUTF8String(entry.Ord.Path).toString), dv)
+      }
+      EntryChunk(entry, copies, hashes.toArray)
+    }
+
+  /** Rows per chunk when an index is built on the driver (bounds the transient row objects). */
+  val ChunkRows = 65536
+
+  private def chunk(
+      entry: FileEntry,
+      paths: TablePaths,
+      rows: IndexedSeq[InternalRow],
+      files: Seq[LiveFile]
+  ): EntryChunk =
+    EntryChunk(
+      entry,
+      rows,
+      files.map(f => KeyHash.of(paths.key(f.path), f.dv.fold("")(_.uniqueId))).toArray
+    )
+}
+
+/** The 64-bit hash of a replay key (canonical path, DV id), the index's way to find a file. */
+private[deltareplay] object KeyHash {
+  def of(path: String, dv: String): Long = {
+    val bytes = (path + "\u0000" + dv).getBytes(StandardCharsets.UTF_8)
+    XXH64.hashUnsafeBytes(
+      bytes,
+      org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET,
+      bytes.length,
+      42L
+    )
+  }
+}
+
+/**
+ * Positions of one chunk's rows by key hash: an open-addressing table of row numbers, built on
+ * first use (an index that is never rolled forward never builds it).
+ */
+private[deltareplay] final class KeyLookup(hashes: Array[Long], start: Int) {
+  private lazy val table: Array[Int] = {
+    val t = Array.fill(Integer.highestOneBit(math.max(2, hashes.length) * 2) * 2)(-1)
+    val mask = t.length - 1
+    var i = 0
+    while (i < hashes.length) {
+      var slot = (hashes(i) ^ (hashes(i) >>> 32)).toInt & mask
+      while (t(slot) != -1) slot = (slot + 1) & mask
+      t(slot) = i
+      i += 1
+    }
+    t
+  }
+
+  /** Global positions of the rows whose key hashes to `hash`. */
+  def positions(hash: Long): Seq[Int] = {
+    val t = table
+    val mask = t.length - 1
+    var slot = (hash ^ (hash >>> 32)).toInt & mask
+    val out = mutable.ArrayBuffer.empty[Int]
+    while (t(slot) != -1) {
+      if (hashes(t(slot)) == hash) out += start + t(slot)
+      slot = (slot + 1) & mask
+    }
+    out.toSeq
+  }
+
+  def bytes: Long = 4L * Integer.highestOneBit(math.max(2, hashes.length) * 2) * 2 + 32
+}

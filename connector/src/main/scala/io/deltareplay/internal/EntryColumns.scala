@@ -1,0 +1,348 @@
+package io.deltareplay.internal
+
+import java.util.BitSet
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.SpecializedGetters
+import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarBatch, ColumnarMap}
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * Compact columns of [[FileEntry]] rows: the storage of the driver home of the snapshot index. No
+ * object per file: primitive arrays, strings as one byte array with offsets (or a dictionary when
+ * few distinct values repeat), a constant or an all-null column when every row agrees, numbers held
+ * as int offsets from a base when their range allows, null flags as bit sets.
+ *
+ * A [[ColumnData]] is plain, serializable data (a planning task builds one and the driver receives
+ * it); [[ColumnData.vector]] views it as a Spark `ColumnVector`, so Spark's compiled predicates
+ * evaluate over the rows of a `ColumnarBatch` of them directly.
+ */
+private[deltareplay] sealed trait ColumnData extends Serializable {
+  def dataType: DataType
+  def vector: ColumnVector
+
+  /** Bytes held (arrays and their headers; estimates for dictionaries). */
+  def bytes: Long
+}
+
+private[deltareplay] object ColumnData {
+
+  /** One column of `dataType` holding `rows` values read from field `ordinal` of each row. */
+  def build(dataType: DataType, rows: IndexedSeq[SpecializedGetters], ordinal: Int): ColumnData =
+    dataType match {
+      case s: StructType =>
+        val nulls = nullsOf(rows, ordinal)
+        val inner = rows.map(r => if (r.isNullAt(ordinal)) null else r.getStruct(ordinal, s.length))
+        // a null struct reads as all-null children
+        val empty = new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(s.length)
+        val filled: IndexedSeq[SpecializedGetters] = inner.map(r => if (r == null) empty else r)
+        if (nulls != null && nulls.cardinality() == rows.size) AllNull(s)
+        else
+          StructData(s, s.fields.indices.map(i => build(s(i).dataType, filled, i)).toArray, nulls)
+      case _ =>
+        val nulls = nullsOf(rows, ordinal)
+        if (nulls != null && nulls.cardinality() == rows.size) AllNull(dataType)
+        else atomic(dataType, rows, ordinal, nulls)
+    }
+
+  private def nullsOf(rows: IndexedSeq[SpecializedGetters], ordinal: Int): BitSet = {
+    var bits: BitSet = null
+    var i = 0
+    while (i < rows.size) {
+      if (rows(i).isNullAt(ordinal)) {
+        if (bits == null) bits = new BitSet(rows.size)
+        bits.set(i)
+      }
+      i += 1
+    }
+    bits
+  }
+
+  private def atomic(
+      dataType: DataType,
+      rows: IndexedSeq[SpecializedGetters],
+      ordinal: Int,
+      nulls: BitSet
+  ): ColumnData = {
+    val n = rows.size
+    def isNull(i: Int) = nulls != null && nulls.get(i)
+    dataType match {
+      case LongType | TimestampType | TimestampNTZType =>
+        longs(
+          dataType,
+          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getLong(ordinal)),
+          nulls
+        )
+      case IntegerType | DateType =>
+        longs(
+          dataType,
+          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getInt(ordinal).toLong),
+          nulls
+        )
+      case ShortType =>
+        longs(
+          dataType,
+          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getShort(ordinal).toLong),
+          nulls
+        )
+      case ByteType =>
+        longs(
+          dataType,
+          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getByte(ordinal).toLong),
+          nulls
+        )
+      case d: DecimalType if d.precision <= Decimal.MAX_LONG_DIGITS =>
+        longs(
+          dataType,
+          Array.tabulate(n) { i =>
+            if (isNull(i)) 0L else rows(i).getDecimal(ordinal, d.precision, d.scale).toUnscaledLong
+          },
+          nulls
+        )
+      case d: DecimalType =>
+        Objects(
+          dataType,
+          Array.tabulate[AnyRef](n) { i =>
+            if (isNull(i)) null else rows(i).getDecimal(ordinal, d.precision, d.scale).clone()
+          },
+          nulls
+        )
+      case BooleanType =>
+        val bits = new BitSet(n)
+        (0 until n).foreach(i => if (!isNull(i) && rows(i).getBoolean(ordinal)) bits.set(i))
+        Booleans(bits, nulls)
+      case FloatType =>
+        Doubles(
+          dataType,
+          Array.tabulate(n)(i => if (isNull(i)) 0.0 else rows(i).getFloat(ordinal).toDouble),
+          nulls
+        )
+      case DoubleType =>
+        Doubles(
+          dataType,
+          Array.tabulate(n)(i => if (isNull(i)) 0.0 else rows(i).getDouble(ordinal)),
+          nulls
+        )
+      case _: StringType | BinaryType =>
+        val values = Array.tabulate[Array[Byte]](n) { i =>
+          if (isNull(i)) null
+          else
+            dataType match {
+              case BinaryType => rows(i).getBinary(ordinal)
+              case _ => rows(i).getUTF8String(ordinal).getBytes
+            }
+        }
+        strings(dataType, values, nulls)
+      case other =>
+        throw new IllegalArgumentException(s"no compact column for $other")
+    }
+  }
+
+  /** Whole numbers: constant, int offsets from the minimum, or plain longs. */
+  private def longs(dataType: DataType, values: Array[Long], nulls: BitSet): ColumnData = {
+    var lo = Long.MaxValue
+    var hi = Long.MinValue
+    var i = 0
+    while (i < values.length) {
+      if (nulls == null || !nulls.get(i)) {
+        lo = math.min(lo, values(i))
+        hi = math.max(hi, values(i))
+      }
+      i += 1
+    }
+    if (lo == hi) ConstantLong(dataType, lo, values.length, nulls)
+    else if (hi - lo >= 0 && hi - lo <= Int.MaxValue.toLong - Int.MinValue.toLong) {
+      IntOffsets(dataType, lo, values.map(v => (v - lo + Int.MinValue).toInt), nulls)
+    } else Longs(dataType, values, nulls)
+  }
+
+  /** Strings or binary: a dictionary when values repeat, else one byte array with offsets. */
+  private def strings(dataType: DataType, values: Array[Array[Byte]], nulls: BitSet): ColumnData = {
+    val distinct = new java.util.HashMap[java.nio.ByteBuffer, Integer]()
+    var i = 0
+    while (i < values.length && distinct.size() <= DictionaryMax) {
+      if (values(i) != null)
+        distinct.putIfAbsent(java.nio.ByteBuffer.wrap(values(i)), distinct.size())
+      i += 1
+    }
+    if (distinct.size() <= DictionaryMax && distinct.size() * 4 < values.length) {
+      val dict = new Array[Array[Byte]](distinct.size())
+      distinct.forEach((k, id) => dict(id) = k.array())
+      val ids =
+        values.map(v => if (v == null) 0 else distinct.get(java.nio.ByteBuffer.wrap(v)).intValue())
+      Dictionary(dataType, dict, ids, nulls)
+    } else {
+      val offsets = new Array[Int](values.length + 1)
+      var total = 0
+      i = 0
+      while (i < values.length) {
+        offsets(i) = total
+        if (values(i) != null) total += values(i).length
+        i += 1
+      }
+      offsets(values.length) = total
+      val data = new Array[Byte](total)
+      i = 0
+      while (i < values.length) {
+        if (values(i) != null) System.arraycopy(values(i), 0, data, offsets(i), values(i).length)
+        i += 1
+      }
+      Bytes(dataType, data, offsets, nulls)
+    }
+  }
+
+  private val DictionaryMax = 4096
+
+  private def nullBytes(nulls: BitSet): Long = if (nulls == null) 0L else 16L + nulls.size() / 8
+
+  final case class AllNull(dataType: DataType) extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, null) {
+      override def isNullAt(i: Int): Boolean = true
+      override def hasNull: Boolean = true
+      override def numNulls: Int = Int.MaxValue
+      override def getChild(i: Int): ColumnVector =
+        AllNull(dataType.asInstanceOf[StructType](i).dataType).vector
+    }
+    def bytes: Long = 16
+  }
+
+  final case class ConstantLong(dataType: DataType, value: Long, rows: Int, nulls: BitSet)
+      extends ColumnData {
+    def vector: ColumnVector = new LongVec(dataType, nulls) { def long(i: Int): Long = value }
+    def bytes: Long = 32 + nullBytes(nulls)
+  }
+
+  final case class IntOffsets(dataType: DataType, base: Long, offsets: Array[Int], nulls: BitSet)
+      extends ColumnData {
+    def vector: ColumnVector = new LongVec(dataType, nulls) {
+      def long(i: Int): Long = offsets(i).toLong - Int.MinValue + base
+    }
+    def bytes: Long = 32 + 4L * offsets.length + nullBytes(nulls)
+  }
+
+  final case class Longs(dataType: DataType, values: Array[Long], nulls: BitSet)
+      extends ColumnData {
+    def vector: ColumnVector = new LongVec(dataType, nulls) { def long(i: Int): Long = values(i) }
+    def bytes: Long = 16 + 8L * values.length + nullBytes(nulls)
+  }
+
+  final case class Doubles(dataType: DataType, values: Array[Double], nulls: BitSet)
+      extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      override def getDouble(i: Int): Double = values(i)
+      override def getFloat(i: Int): Float = values(i).toFloat
+    }
+    def bytes: Long = 16 + 8L * values.length + nullBytes(nulls)
+  }
+
+  final case class Booleans(values: BitSet, nulls: BitSet) extends ColumnData {
+    def dataType: DataType = BooleanType
+    def vector: ColumnVector = new Vec(BooleanType, nulls) {
+      override def getBoolean(i: Int): Boolean = values.get(i)
+    }
+    def bytes: Long = 32 + values.size() / 8 + nullBytes(nulls)
+  }
+
+  final case class Objects(dataType: DataType, values: Array[AnyRef], nulls: BitSet)
+      extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      override def getDecimal(i: Int, p: Int, s: Int): Decimal = values(i).asInstanceOf[Decimal]
+    }
+    def bytes: Long = 16 + 56L * values.length + nullBytes(nulls)
+  }
+
+  final case class Bytes(dataType: DataType, data: Array[Byte], offsets: Array[Int], nulls: BitSet)
+      extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      override def getUTF8String(i: Int): UTF8String =
+        UTF8String.fromBytes(data, offsets(i), offsets(i + 1) - offsets(i))
+      override def getBinary(i: Int): Array[Byte] =
+        java.util.Arrays.copyOfRange(data, offsets(i), offsets(i + 1))
+    }
+    def bytes: Long = 32 + data.length + 4L * offsets.length + nullBytes(nulls)
+  }
+
+  final case class Dictionary(
+      dataType: DataType,
+      dict: Array[Array[Byte]],
+      ids: Array[Int],
+      nulls: BitSet
+  ) extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      private val strings = dict.map(b => UTF8String.fromBytes(b))
+      override def getUTF8String(i: Int): UTF8String = strings(ids(i))
+      override def getBinary(i: Int): Array[Byte] = dict(ids(i)).clone()
+    }
+    def bytes: Long = 32 + 4L * ids.length + dict.map(_.length + 48L).sum + nullBytes(nulls)
+  }
+
+  final case class StructData(dataType: StructType, children: Array[ColumnData], nulls: BitSet)
+      extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      private val vectors = children.map(_.vector)
+      override def getChild(i: Int): ColumnVector = vectors(i)
+    }
+    def bytes: Long = 16 + children.map(_.bytes).sum + nullBytes(nulls)
+  }
+
+  /** The common part of the vectors: null flags; every typed getter fails unless overridden. */
+  private abstract class Vec(dataType: DataType, nulls: BitSet) extends ColumnVector(dataType) {
+    override def close(): Unit = ()
+    override def hasNull: Boolean = nulls != null
+    override def numNulls: Int = if (nulls == null) 0 else nulls.cardinality()
+    override def isNullAt(i: Int): Boolean = nulls != null && nulls.get(i)
+    private def no(what: String) =
+      throw new UnsupportedOperationException(s"$what of a $dataType index column")
+    override def getBoolean(i: Int): Boolean = no("boolean")
+    override def getByte(i: Int): Byte = no("byte")
+    override def getShort(i: Int): Short = no("short")
+    override def getInt(i: Int): Int = no("int")
+    override def getLong(i: Int): Long = no("long")
+    override def getFloat(i: Int): Float = no("float")
+    override def getDouble(i: Int): Double = no("double")
+    override def getArray(i: Int): ColumnarArray = no("array")
+    override def getMap(i: Int): ColumnarMap = no("map")
+    override def getDecimal(i: Int, p: Int, s: Int): Decimal = no("decimal")
+    override def getUTF8String(i: Int): UTF8String = no("string")
+    override def getBinary(i: Int): Array[Byte] = no("binary")
+    override def getChild(i: Int): ColumnVector = no("child")
+  }
+
+  /** Whole numbers of any width (and decimals of up to 18 digits) read from one long. */
+  private abstract class LongVec(dataType: DataType, nulls: BitSet) extends Vec(dataType, nulls) {
+    def long(i: Int): Long
+    override def getLong(i: Int): Long = long(i)
+    override def getInt(i: Int): Int = long(i).toInt
+    override def getShort(i: Int): Short = long(i).toShort
+    override def getByte(i: Int): Byte = long(i).toByte
+    override def getDecimal(i: Int, p: Int, s: Int): Decimal = Decimal.createUnsafe(long(i), p, s)
+  }
+}
+
+/**
+ * A chunk of the driver index: `numRows` [[FileEntry]] rows as columns, in entry order, with the
+ * 64-bit hash of each row's replay key (to find the rows a later commit removes).
+ */
+private[deltareplay] final case class EntryChunk(
+    columns: Array[ColumnData],
+    keyHashes: Array[Long],
+    numRows: Int
+) {
+  @transient lazy val batch: ColumnarBatch = new ColumnarBatch(columns.map(_.vector), numRows)
+
+  def bytes: Long = columns.map(_.bytes).sum + 8L * keyHashes.length + 64
+}
+
+private[deltareplay] object EntryChunk {
+
+  /** Columns of `rows` ([[FileEntry]] rows of `entry`) and their key hashes. */
+  def apply(entry: FileEntry, rows: IndexedSeq[InternalRow], keyHashes: Array[Long]): EntryChunk =
+    EntryChunk(
+      entry.schema.fields.indices
+        .map(i => ColumnData.build(entry.schema(i).dataType, rows, i))
+        .toArray,
+      keyHashes,
+      rows.size
+    )
+}
