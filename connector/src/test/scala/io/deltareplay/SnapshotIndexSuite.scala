@@ -110,7 +110,10 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
         if (mode.startsWith("incremental")) incremental += 1
         assert(autoFiles(path, v) === expected, s"step $step ($op): auto ($mode) differs at v$v")
         assert(ourLiveFiles(path, v, "local") === expected, s"step $step ($op): full replay")
-        if (step % 5 == 0) assertSameAsV1(path, modes = Seq("auto"))
+        if (step % 5 == 0) {
+          if (home == "driver") assertSameAsV1(path, modes = Seq("auto"))
+          else assert(sorted(ours(path)) === sorted(v1(path)), s"step $step ($op)")
+        }
         // skipping on the rolled-forward index: generated predicates give V1's rows
         val id = rnd.nextInt(next.toInt)
         Seq(s"id = $id", s"id < $id AND p = ${id % 4}", s"id >= $id OR p IS NULL").foreach { q =>

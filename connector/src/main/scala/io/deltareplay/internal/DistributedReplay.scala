@@ -32,7 +32,8 @@ private[deltareplay] class DistributedReplay(
     spark: SparkSession,
     segment: LogSegment,
     conf: ReadConf,
-    needStats: Boolean
+    needStats: Boolean,
+    typedStats: Option[FileEntry] = None
 ) {
   private val reader = new LogReader(spark, segment)
   private val paths = segment.paths
@@ -49,7 +50,8 @@ private[deltareplay] class DistributedReplay(
         s"delta-replay: index ${segment.table} v${segment.version}"
       ) {
         val (live, tailActions) = liveFrame()
-        val qe = live.select(entry.columnsFromLiveFile: _*).queryExecution
+        val typed = live.columns.contains(FileEntry.StatsParsedColumn)
+        val qe = live.select(entry.columnsFromLiveFile(typed): _*).queryExecution
         val p = paths
         val built = qe.toRdd.mapPartitions(rows => DriverIndex.chunksOf(entry, p, rows))
         val chunks = DistributedReplay.logErrors(segment)(built.collect())
@@ -73,7 +75,7 @@ private[deltareplay] class DistributedReplay(
    * show in [[DistributedReplay.scannedRows]] of its plan once it has run.
    */
   def liveFrame(): (DataFrame, Long) =
-    if (!useFastPath) (windowLive().select(LiveFile.columnsOfActions: _*), 0L)
+    if (!useFastPath) (windowLive().select(liveColumns: _*), 0L)
     else {
       val tail = new LocalReplay.Reconciler(paths)
       tail.applyInOrder(reader.commitActions(needStats))
@@ -81,9 +83,22 @@ private[deltareplay] class DistributedReplay(
       val survivors =
         if (tail.winners.isEmpty) checkpointAdds
         else checkpointAdds.where(!touchedBy(tail)(col("path"), col("dv")))
-      val tailFrame = spark.createDataFrame(tail.liveFiles().map(_.toRow).asJava, LiveFile.Schema)
-      (survivors.select(LiveFile.columnsOfActions: _*).unionByName(tailFrame), tail.count)
+      val tailFiles =
+        spark.createDataFrame(tail.liveFiles().map(_.toRow).asJava, LiveFile.Schema)
+      val tailFrame = statsParsed.fold(tailFiles) { t =>
+        tailFiles.withColumn(FileEntry.StatsParsedColumn, lit(null).cast(t))
+      }
+      (survivors.select(liveColumns: _*).unionByName(tailFrame), tail.count)
     }
+
+  /**
+   * The type of the statistics taken typed from a checkpoint's `add.stats_parsed` (when asked for,
+   * [[typedStats]]): the index entry's statistics struct. Such rows carry no JSON statistics.
+   */
+  private val statsParsed = typedStats.filter(_ => needStats).map(_.statsSchema)
+
+  private def liveColumns: Seq[Column] =
+    LiveFile.columnsOfActions ++ statsParsed.map(_ => col(FileEntry.StatsParsedColumn))
 
   /**
    * Whether a (path, dv) is a key the reconciled tail touched: a broadcast set, checked map-side.
@@ -155,20 +170,50 @@ private[deltareplay] class DistributedReplay(
     val byLayout =
       parquet.groupBy(f => CheckpointLayout.forFile(reader.footerSchema(f), needStats))
     val fromParquet = byLayout.map { case (layout, fs) =>
-      val stats =
-        if (layout.hasStatsParsed) {
-          coalesce(col("add.stats"), to_json(col(s"add.${CheckpointLayout.StatsParsedField}")))
-        } else col("add.stats")
-      normalize(read("parquet", layout.readSchema, fs), lit(version), stats)
+      val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
+      val raw = read("parquet", layout.readSchema, fs)
+      (layout.hasStatsParsed, statsParsed) match {
+        case (true, Some(target)) =>
+          // typed statistics as they are: no JSON written or parsed
+          val parsedType = layout
+            .readSchema("add")
+            .dataType
+            .asInstanceOf[StructType]
+            .apply(CheckpointLayout.StatsParsedField)
+            .dataType
+          val aligned = SparkBridge.column(
+            FileEntry.align(SparkBridge.expression(col(parsedField)), parsedType, target)
+          )
+          normalize(raw, lit(version), when(aligned.isNull, col("add.stats")), aligned)
+        case (true, None) =>
+          normalize(raw, lit(version), coalesce(col("add.stats"), to_json(col(parsedField))))
+        case _ => normalize(raw, lit(version), col("add.stats"))
+      }
     }
     (fromJson ++ fromParquet).reduceOption(_ unionByName _).getOrElse(emptyActions())
   }
 
-  private def normalize(raw: DataFrame, version: Column, stats: Column): DataFrame =
-    raw.where(FileAction.isFileAction).select(FileAction.columns(version, stats, needStats): _*)
+  private def normalize(
+      raw: DataFrame,
+      version: Column,
+      stats: Column,
+      parsed: Column = null
+  ): DataFrame = {
+    val typed = statsParsed.map { t =>
+      (if (parsed == null) lit(null).cast(t) else parsed).as(FileEntry.StatsParsedColumn)
+    }
+    raw
+      .where(FileAction.isFileAction)
+      .select(FileAction.columns(version, stats, needStats) ++ typed: _*)
+  }
 
   private def emptyActions(): DataFrame =
-    spark.createDataFrame(spark.sparkContext.emptyRDD[Row], FileAction.Schema)
+    spark.createDataFrame(
+      spark.sparkContext.emptyRDD[Row],
+      statsParsed.fold(FileAction.Schema)(t =>
+        FileAction.Schema.add(FileEntry.StatsParsedColumn, t)
+      )
+    )
 }
 
 private[deltareplay] object DistributedReplay {

@@ -149,7 +149,8 @@ private[deltareplay] object ExecutorIndex {
       io.deltareplay.internal.KeyHash.of(p.key(path), DvDescriptor.fromRow(dv).fold("")(_.uniqueId))
     }
     val columns: Seq[Column] =
-      entry.columnsFromLiveFile :+ hash(col("path"), col("dv")).as(KeyHashColumn)
+      entry.columnsFromLiveFile(live.columns.contains(FileEntry.StatsParsedColumn)) :+
+        hash(col("path"), col("dv")).as(KeyHashColumn)
     val minPartitions = spark.sparkContext.defaultParallelism
     val entries = live.select(columns: _*)
     val spread =

@@ -107,12 +107,20 @@ private[deltareplay] final case class FileEntry(
     (f: LiveFile) => project(f.toInternalRow).copy()
   }
 
-  /** [[fromLiveFile]] as DataFrame columns over a [[LiveFile.Schema]] DataFrame. */
-  def columnsFromLiveFile: Seq[Column] = {
+  /**
+   * [[fromLiveFile]] as DataFrame columns over a [[LiveFile.Schema]] DataFrame; with `typedStats`,
+   * the frame also has [[FileEntry.StatsParsedColumn]] (statistics already typed, from a
+   * checkpoint's `stats_parsed`), used where it is not null.
+   */
+  def columnsFromLiveFile(typedStats: Boolean): Seq[Column] = {
     val byName = fromLiveFile.map(_.transform { case b: BoundReference =>
       UnresolvedAttributeOf(LiveFile.Schema(b.ordinal).name)
     })
-    byName.zip(schema.fieldNames).map { case (e, n) => SparkBridge.column(Alias(e, n)()) }
+    val withTyped =
+      if (!typedStats) byName
+      else
+        byName.init :+ Coalesce(Seq(UnresolvedAttributeOf(StatsParsedColumn), byName.last))
+    withTyped.zip(schema.fieldNames).map { case (e, n) => SparkBridge.column(Alias(e, n)()) }
   }
 
   /** A partition value string cast as delta-spark casts it. */
@@ -173,6 +181,28 @@ private[deltareplay] final case class FileEntry(
 }
 
 private[deltareplay] object FileEntry {
+
+  /** A live-file frame's typed statistics, when a replay read them from `stats_parsed`. */
+  val StatsParsedColumn = "_statsParsed"
+
+  /**
+   * `e` (of type `from`, a checkpoint's `stats_parsed`) as `to` (an entry's statistics struct):
+   * fields matched by name, a field of another type or missing read as null (no bound).
+   */
+  def align(e: Expression, from: DataType, to: DataType): Expression = (from, to) match {
+    case (f: StructType, t: StructType) =>
+      val fields = t.fields.toSeq.flatMap { tf =>
+        val value = f.fields.indexWhere(_.name == tf.name) match {
+          case -1 => Literal(null, tf.dataType)
+          case i => align(GetStructField(e, i, Some(tf.name)), f(i).dataType, tf.dataType)
+        }
+        Seq(Literal(tf.name), value)
+      }
+      if (fields.isEmpty) Literal(null, t)
+      else If(IsNull(e), Literal(null, t), CreateNamedStruct(fields))
+    case (a, b) if a == b => e
+    case _ => Literal(null, to)
+  }
 
   /** The entry layout of a table (its schema with column-mapping metadata). */
   def apply(meta: TableMeta, timeZone: String): FileEntry =

@@ -3,6 +3,8 @@ package io.deltareplay.internal
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute,
   Expression,
+  InSet,
+  Literal,
   SubqueryExpression,
   Unevaluable
 }
@@ -63,8 +65,30 @@ private[deltareplay] object PushedFilters {
     val (partition, skipping) = usable.partition(onPartitions)
     val parquet =
       if (!parquetPushdown) Array.empty[Filter]
-      else skipping.filter(onData).flatMap(f => SparkBridge.translateFilter(f)).toArray
+      else
+        skipping
+          .filter(f => onData(f) && parquetSafe(f))
+          .flatMap(f => SparkBridge.translateFilter(f))
+          .toArray
     PushedFilters(partition, skipping, parquet, filters.filterNot(partition.contains))
+  }
+
+  /**
+   * Whether Parquet's own filtering of `f` agrees with Spark's semantics. It compares floating
+   * point values by their bits in places (dictionary filtering of `IN`), so -0.0 does not find a
+   * row group holding 0.0 and NaN behaves differently: a filter with a floating-point zero or NaN
+   * literal is kept from it (Spark evaluates it after the scan either way).
+   */
+  def parquetSafe(f: Expression): Boolean = !f.exists {
+    case Literal(d: Double, _) => d == 0.0 || d.isNaN
+    case Literal(x: Float, _) => x == 0.0f || x.isNaN
+    case InSet(_, values) =>
+      values.exists {
+        case d: Double => d == 0.0 || d.isNaN
+        case x: Float => x == 0.0f || x.isNaN
+        case _ => false
+      }
+    case _ => false
   }
 
   /**

@@ -70,7 +70,7 @@ private[deltareplay] object Replay {
   ): ReplayResult =
     if (isDistributed(segment, conf)) {
       val (index, mode, actions, tasks) =
-        new DistributedReplay(spark, segment, conf, needStats).index(entry, tableId)
+        new DistributedReplay(spark, segment, conf, needStats, Some(entry)).index(entry, tableId)
       ReplayResult(index, mode, actions, 0L, tasks)
     } else {
       val (files, actions) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
@@ -91,7 +91,7 @@ private[deltareplay] object Replay {
       needStats: Boolean,
       storageLevel: Option[org.apache.spark.storage.StorageLevel]
   ): ReplayResult = {
-    val replay = new DistributedReplay(spark, segment, conf, needStats)
+    val replay = new DistributedReplay(spark, segment, conf, needStats, Some(entry))
     val description = s"delta-replay: index ${segment.table} v${segment.version} on the executors"
     val ((index, actions), tasks) = DistributedReplay.inJobGroup(spark, description) {
       val (live, tailActions) = replay.liveFrame()

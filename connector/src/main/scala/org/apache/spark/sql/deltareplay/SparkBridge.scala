@@ -54,6 +54,9 @@ object SparkBridge {
   /** A Catalyst expression as a DataFrame column. */
   def column(e: Expression): Column = ExpressionUtils.column(e)
 
+  /** A DataFrame column's Catalyst expression (unresolved until a DataFrame resolves it). */
+  def expression(c: Column): Expression = ExpressionUtils.expression(c)
+
   /** A DataFrame over rows already in Spark's internal format. */
   def internalDataFrame(
       spark: SparkSession,
