@@ -49,13 +49,29 @@ private[deltareplay] class DistributedReplay(
         spark,
         s"delta-replay: index ${segment.table} v${segment.version}"
       ) {
-        val (live, tailActions) = liveFrame()
+        // On the fast path the tasks drop the checkpoint rows the tail touched themselves: they
+        // hash every row's key for the index anyway (no second pass over the keys).
+        val (live, tailActions, tail) =
+          if (useFastPath) {
+            val (adds, tail) = fastPathParts()
+            (adds.select(liveColumns: _*), tail.count, Some(tail))
+          } else (windowLive().select(liveColumns: _*), 0L, None)
         val typed = live.columns.contains(FileEntry.StatsParsedColumn)
         val qe = live.select(entry.columnsFromLiveFile(typed): _*).queryExecution
         val p = paths
-        val built = qe.toRdd.mapPartitions(rows => DriverIndex.chunksOf(entry, p, rows))
-        val chunks = DistributedReplay.logErrors(segment)(built.collect())
-        (chunks, DistributedReplay.scannedRows(qe.executedPlan) + tailActions)
+        val touched = tail.filterNot(_.winners.isEmpty).map { t =>
+          spark.sparkContext.broadcast(TouchedKeys(t))
+        }
+        val built = qe.toRdd.mapPartitions { rows =>
+          DriverIndex.chunksOf(entry, p, rows, touched.map(_.value))
+        }
+        val fromLog = DistributedReplay.logErrors(segment)(built.collect())
+        val fromTail =
+          tail.map(t => DriverIndex.of(entry, p, tableId, 0L, needStats, t.liveFiles()).chunks)
+        (
+          fromLog ++ fromTail.getOrElse(Nil),
+          DistributedReplay.scannedRows(qe.executedPlan) + tailActions
+        )
       }
     val index = DriverIndex(entry, paths, tableId, segment.version, needStats, chunks.toVector)
     (index, modeLabel, actions, tasks)
@@ -77,9 +93,7 @@ private[deltareplay] class DistributedReplay(
   def liveFrame(): (DataFrame, Long) =
     if (!useFastPath) (windowLive().select(liveColumns: _*), 0L)
     else {
-      val tail = new LocalReplay.Reconciler(paths)
-      tail.applyInOrder(reader.commitActions(needStats))
-      val checkpointAdds = checkpointActions().where(col("isAdd"))
+      val (checkpointAdds, tail) = fastPathParts()
       val survivors =
         if (tail.winners.isEmpty) checkpointAdds
         else checkpointAdds.where(!touchedBy(tail)(col("path"), col("dv")))
@@ -90,6 +104,13 @@ private[deltareplay] class DistributedReplay(
       }
       (survivors.select(liveColumns: _*).unionByName(tailFrame), tail.count)
     }
+
+  /** The fast path's checkpoint adds (all of them) and its tail reconciled on the driver. */
+  private def fastPathParts(): (DataFrame, LocalReplay.Reconciler) = {
+    val tail = new LocalReplay.Reconciler(paths)
+    tail.applyInOrder(reader.commitActions(needStats))
+    (checkpointActions().where(col("isAdd")), tail)
+  }
 
   /**
    * The type of the statistics taken typed from a checkpoint's `add.stats_parsed` (when asked for,

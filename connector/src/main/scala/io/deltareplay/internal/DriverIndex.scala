@@ -184,17 +184,20 @@ private[deltareplay] object DriverIndex {
   def chunksOf(
       entry: FileEntry,
       paths: TablePaths,
-      rows: Iterator[InternalRow]
-  ): Iterator[EntryChunk] =
-    // copied as they come: a task's row iterator reuses one row object
-    rows.map(_.copy()).grouped(ChunkRows).map { group =>
-      val copies = group.toIndexedSeq
-      val hashes = copies.map { r =>
-        val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
-        KeyHash.of(paths.key(r.getUTF8String(entry.Ord.Path).toString), dv)
-      }
-      EntryChunk(entry, copies, hashes.toArray)
+      rows: Iterator[InternalRow],
+      drop: Option[TouchedKeys] = None
+  ): Iterator[EntryChunk] = {
+    val hashed = rows.flatMap { r =>
+      val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+      val key = paths.key(r.getUTF8String(entry.Ord.Path).toString)
+      val hash = KeyHash.of(key, dv)
+      // copied as they come: a task's row iterator reuses one row object
+      if (drop.exists(_.contains(hash, key, dv))) None else Some((r.copy(), hash))
     }
+    hashed.grouped(ChunkRows).map { group =>
+      EntryChunk(entry, group.map(_._1).toIndexedSeq, group.map(_._2).toArray)
+    }
+  }
 
   /** Rows per chunk when an index is built on the driver (bounds the transient row objects). */
   val ChunkRows = 65536
@@ -210,6 +213,25 @@ private[deltareplay] object DriverIndex {
       rows,
       files.map(f => KeyHash.of(paths.key(f.path), f.dv.fold("")(_.uniqueId))).toArray
     )
+}
+
+/** Replay keys a tail of commits touched, by hash (travels to the replay tasks). */
+private[deltareplay] final class TouchedKeys(keys: java.util.HashMap[Long, Set[(String, String)]])
+    extends Serializable {
+  def contains(hash: Long, path: String, dv: String): Boolean = {
+    val candidates = keys.get(hash)
+    candidates != null && candidates.contains((path, dv))
+  }
+}
+
+private[deltareplay] object TouchedKeys {
+  def apply(tail: LocalReplay.Reconciler): TouchedKeys = {
+    val keys = new java.util.HashMap[Long, Set[(String, String)]]()
+    tail.winners.keySet().forEach { k =>
+      keys.merge(KeyHash.of(k._1, k._2), Set(k), (a, b) => a ++ b)
+    }
+    new TouchedKeys(keys)
+  }
 }
 
 /** The 64-bit hash of a replay key (canonical path, DV id), the index's way to find a file. */
@@ -230,7 +252,10 @@ private[deltareplay] object KeyHash {
  * first use (an index that is never rolled forward never builds it).
  */
 private[deltareplay] final class KeyLookup(hashes: Array[Long], start: Int) {
+  @volatile private var built = false
+
   private lazy val table: Array[Int] = {
+    built = true
     val t = Array.fill(Integer.highestOneBit(math.max(2, hashes.length) * 2) * 2)(-1)
     val mask = t.length - 1
     var i = 0
@@ -256,5 +281,7 @@ private[deltareplay] final class KeyLookup(hashes: Array[Long], start: Int) {
     out.toSeq
   }
 
-  def bytes: Long = 4L * Integer.highestOneBit(math.max(2, hashes.length) * 2) * 2 + 32
+  /** Heap of the table once built (an index that never rolls forward never builds it). */
+  def bytes: Long =
+    if (built) 4L * Integer.highestOneBit(math.max(2, hashes.length) * 2) * 2 else 0L
 }

@@ -33,13 +33,22 @@ private[deltareplay] object ColumnData {
     dataType match {
       case s: StructType =>
         val nulls = nullsOf(rows, ordinal)
-        val inner = rows.map(r => if (r.isNullAt(ordinal)) null else r.getStruct(ordinal, s.length))
-        // a null struct reads as all-null children
-        val empty = new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(s.length)
-        val filled: IndexedSeq[SpecializedGetters] = inner.map(r => if (r == null) empty else r)
-        if (nulls != null && nulls.cardinality() == rows.size) AllNull(s)
-        else
+        val nullCount = if (nulls == null) 0 else nulls.cardinality()
+        if (nullCount == rows.size) AllNull(s)
+        else if (nullCount * 2 > rows.size) {
+          // mostly null (deletion vectors): children hold only the rows that have a value
+          val present = (0 until rows.size).filterNot(nulls.get).toArray
+          val inner: IndexedSeq[SpecializedGetters] =
+            present.toIndexedSeq.map(i => rows(i).getStruct(ordinal, s.length))
+          val children = s.fields.indices.map(i => build(s(i).dataType, inner, i)).toArray
+          SparseStruct(s, present, children)
+        } else {
+          // a null struct reads as all-null children
+          val empty = new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(s.length)
+          val filled: IndexedSeq[SpecializedGetters] =
+            rows.map(r => if (r.isNullAt(ordinal)) empty else r.getStruct(ordinal, s.length))
           StructData(s, s.fields.indices.map(i => build(s(i).dataType, filled, i)).toArray, nulls)
+        }
       case _ =>
         val nulls = nullsOf(rows, ordinal)
         if (nulls != null && nulls.cardinality() == rows.size) AllNull(dataType)
@@ -171,7 +180,8 @@ private[deltareplay] object ColumnData {
       distinct.forEach((k, id) => dict(id) = k.array())
       val ids =
         values.map(v => if (v == null) 0 else distinct.get(java.nio.ByteBuffer.wrap(v)).intValue())
-      Dictionary(dataType, dict, ids, nulls)
+      if (dict.length <= 256) SmallDictionary(dataType, dict, ids.map(_.toByte), nulls)
+      else Dictionary(dataType, dict, ids, nulls)
     } else {
       val offsets = new Array[Int](values.length + 1)
       var total = 0
@@ -277,6 +287,21 @@ private[deltareplay] object ColumnData {
     def bytes: Long = 32 + 4L * ids.length + dict.map(_.length + 48L).sum + nullBytes(nulls)
   }
 
+  /** A dictionary of at most 256 values: one byte per row. */
+  final case class SmallDictionary(
+      dataType: DataType,
+      dict: Array[Array[Byte]],
+      ids: Array[Byte],
+      nulls: BitSet
+  ) extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      private val strings = dict.map(b => UTF8String.fromBytes(b))
+      override def getUTF8String(i: Int): UTF8String = strings(ids(i) & 0xff)
+      override def getBinary(i: Int): Array[Byte] = dict(ids(i) & 0xff).clone()
+    }
+    def bytes: Long = 32 + ids.length + dict.map(_.length + 48L).sum + nullBytes(nulls)
+  }
+
   final case class StructData(dataType: StructType, children: Array[ColumnData], nulls: BitSet)
       extends ColumnData {
     def vector: ColumnVector = new Vec(dataType, nulls) {
@@ -284,6 +309,48 @@ private[deltareplay] object ColumnData {
       override def getChild(i: Int): ColumnVector = vectors(i)
     }
     def bytes: Long = 16 + children.map(_.bytes).sum + nullBytes(nulls)
+  }
+
+  /**
+   * A struct whose value most rows lack: `present` (ascending) lists the rows that have one; its
+   * children are dense over those rows and are read through the row's rank in `present`.
+   */
+  final case class SparseStruct(
+      dataType: StructType,
+      present: Array[Int],
+      children: Array[ColumnData]
+  ) extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, null) {
+      private val vectors = children.map(c => new Ranked(c.vector, present))
+      override def hasNull: Boolean = true
+      override def numNulls: Int = Int.MaxValue
+      override def isNullAt(i: Int): Boolean = java.util.Arrays.binarySearch(present, i) < 0
+      override def getChild(i: Int): ColumnVector = vectors(i)
+    }
+    def bytes: Long = 32 + 4L * present.length + children.map(_.bytes).sum
+  }
+
+  /** A dense vector read at the rank of the row in `present` (only rows present are asked). */
+  private final class Ranked(dense: ColumnVector, present: Array[Int])
+      extends ColumnVector(dense.dataType()) {
+    private def at(i: Int) = java.util.Arrays.binarySearch(present, i)
+    override def close(): Unit = ()
+    override def hasNull: Boolean = true
+    override def numNulls: Int = Int.MaxValue
+    override def isNullAt(i: Int): Boolean = { val r = at(i); r < 0 || dense.isNullAt(r) }
+    override def getBoolean(i: Int): Boolean = dense.getBoolean(at(i))
+    override def getByte(i: Int): Byte = dense.getByte(at(i))
+    override def getShort(i: Int): Short = dense.getShort(at(i))
+    override def getInt(i: Int): Int = dense.getInt(at(i))
+    override def getLong(i: Int): Long = dense.getLong(at(i))
+    override def getFloat(i: Int): Float = dense.getFloat(at(i))
+    override def getDouble(i: Int): Double = dense.getDouble(at(i))
+    override def getArray(i: Int): ColumnarArray = dense.getArray(at(i))
+    override def getMap(i: Int): ColumnarMap = dense.getMap(at(i))
+    override def getDecimal(i: Int, p: Int, s: Int): Decimal = dense.getDecimal(at(i), p, s)
+    override def getUTF8String(i: Int): UTF8String = dense.getUTF8String(at(i))
+    override def getBinary(i: Int): Array[Byte] = dense.getBinary(at(i))
+    override def getChild(i: Int): ColumnVector = new Ranked(dense.getChild(i), present)
   }
 
   /** The common part of the vectors: null flags; every typed getter fails unless overridden. */

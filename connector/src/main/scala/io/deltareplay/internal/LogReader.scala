@@ -20,6 +20,7 @@ import org.apache.spark.sql.execution.datasources.parquet.{
   ParquetFileFormat,
   ParquetToSparkSchemaConverter
 }
+import org.apache.spark.sql.sources.{Filter, IsNotNull, Or}
 import org.apache.spark.sql.types._
 
 /**
@@ -107,15 +108,21 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
               Some("UTC")
             )
           }
-          readParquet(file, schema).flatMap { row =>
-            wanted.indices.flatMap { i =>
+          // Only the row groups that hold a protocol or metaData action are decoded.
+          val present = wanted.map {
+            case "protocol" => IsNotNull("protocol.minReaderVersion")
+            case _ => IsNotNull("metaData.id")
+          }
+          readParquet(file, schema, Seq(present.reduce[Filter](Or))) { row =>
+            val found = wanted.indices.flatMap { i =>
               if (row.isNullAt(i)) None
               else {
                 val json = s"""{"${wanted(i)}":${toJson(i).replacement.eval(row).toString}}"""
                 parseProtocolOrMetadataSafely(file, json)
               }
             }
-          }.toSeq
+            if (found.isEmpty) None else Some(found)
+          }.flatten
         }
       }
     }
@@ -176,7 +183,7 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
         }
       } else {
         val layout = CheckpointLayout.forFile(footerSchema(file), needStats)
-        readParquet(file, layout.readSchema).flatMap(row => layout.toAction(version, row))
+        readParquet(file, layout.readSchema)(row => layout.toAction(version, row)).iterator
       }
     }
   }
@@ -192,9 +199,9 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
         }
       } else if (footerSchema(file).fieldNames.contains("sidecar")) {
         val schema = new StructType().add("sidecar", FileAction.SidecarType)
-        readParquet(file, schema).flatMap { row =>
+        readParquet(file, schema, Seq(IsNotNull("sidecar.path"))) { row =>
           if (row.isNullAt(0)) None else Some(row.getStruct(0, 2).getUTF8String(0).toString)
-        }.toSeq
+        }
       } else Nil
     }
     names.map { name =>
@@ -237,13 +244,20 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
       case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
     }
 
-  private def readParquet(file: FileStatus, schema: StructType): Iterator[InternalRow] = {
+  /**
+   * `pick` applied to the rows of one Parquet log file read with `schema`; row groups that
+   * `filters` rule out are not decoded (their statistics say so). Rows are views: `pick` copies
+   * what it keeps.
+   */
+  private def readParquet[T](file: FileStatus, schema: StructType, filters: Seq[Filter] = Nil)(
+      pick: InternalRow => Option[T]
+  ): Seq[T] = {
     val read = new ParquetFileFormat().buildReaderWithPartitionValues(
       spark,
       schema,
       new StructType(),
       schema,
-      Nil,
+      filters,
       Map("returning_batch" -> "false"),
       hadoopConf
     )
@@ -257,9 +271,10 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
       file.getLen,
       Map.empty
     )
-    val rows = mutable.ArrayBuffer.empty[InternalRow]
-    try read(pf).foreach(r => rows += r.copy())
+    val out = mutable.ArrayBuffer.empty[T]
+    try read(pf).foreach(r => pick(r).foreach(out += _))
     catch { case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e) }
-    rows.iterator
+    out.toSeq
   }
+
 }
