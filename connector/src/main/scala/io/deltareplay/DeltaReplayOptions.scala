@@ -65,6 +65,12 @@ object DeltaReplayOptions {
    */
   val IndexStorageLevel = "index.storageLevel"
 
+  /**
+   * A stream's initial snapshot on the executors is read in slices of this many files, each found
+   * in one pass over the snapshot index (default 50000).
+   */
+  val SnapshotSliceFiles = "streaming.snapshotSliceFiles"
+
   // --- planning (session keys; also accepted as read options without the prefix)
   /**
    * Where a batch scan's file list is pruned, skipped and split: `driver` (collected to the driver,
@@ -122,6 +128,7 @@ object DeltaReplayOptions {
     StateMaxTailBytes -> (64L * 1024 * 1024).toString,
     MetadataAggregates -> "true",
     IndexStorageLevel -> "MEMORY_AND_DISK",
+    SnapshotSliceFiles -> "50000",
     PlanningMode -> "auto",
     PlanningExecutorsMinFiles -> "0",
     PlanningScratchDir -> "/tmp/delta-replay",
@@ -144,6 +151,7 @@ object DeltaReplayOptions {
     StateMaxTailBytes,
     MetadataAggregates,
     IndexStorageLevel,
+    SnapshotSliceFiles,
     PlanningMode,
     PlanningExecutorsMinFiles,
     PlanningScratchDir,

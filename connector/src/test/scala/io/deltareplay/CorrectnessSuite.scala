@@ -245,4 +245,28 @@ class CorrectnessSuite extends AnyFunSuite with DeltaOracle {
       assert(ids(ours(path).where("d IN (CAST('-0.0' AS DOUBLE))")) === Seq(0L, 14L, 100L))
     }
   }
+
+  test("a cached DataFrame, then a commit: the cache answers as V1's cache does") {
+    withTempDir { dir =>
+      // one table per reader, so that neither cache entry can serve the other's plan
+      val (a, b) = (new File(dir, "a").getAbsolutePath, new File(dir, "b").getAbsolutePath)
+      Seq(a, b).foreach(p => spark.range(0, 10).write.format("delta").save(p))
+      val oracle = v1(a).cache()
+      val routed = spark.read.format("delta").load(b).cache()
+      try {
+        assert(oracle.count() === 10 && routed.count() === 10)
+        Seq(a, b).foreach(p => spark.range(10, 15).write.format("delta").mode("append").save(p))
+        val (v1Count, ourCount) = (oracle.count(), routed.count())
+        assert(ourCount === v1Count, s"V1's cached read counts $v1Count")
+        // a fresh read of each table after the commit agrees too
+        assert(
+          spark.read.format("delta").load(b).count() ===
+            v1(a).count()
+        )
+      } finally {
+        oracle.unpersist(blocking = true)
+        routed.unpersist(blocking = true)
+      }
+    }
+  }
 }

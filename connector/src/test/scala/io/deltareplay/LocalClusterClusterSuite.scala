@@ -20,13 +20,23 @@ class LocalClusterClusterSuite extends AnyFunSuite with LocalClusterSparkSession
   }
 
   test("executors load delta-spark and this build's classes") {
-    val names = spark.sparkContext
-      .parallelize(Seq(1), 1)
+    def origin(c: Class[_]): String = c.getProtectionDomain.getCodeSource.getLocation.toString
+    val driverJvm = ManagementFactory.getRuntimeMXBean.getName
+    val ours = origin(classOf[DeltaReplayExtension]) // this build's output, as the driver has it
+    val seen = spark.sparkContext
+      .parallelize(Seq(1, 2), 2)
       .map { _ =>
-        Class.forName("org.apache.spark.sql.delta.actions.AddFile").getName + "," +
-          Class.forName("io.deltareplay.DeltaReplayExtension").getName
+        (
+          ManagementFactory.getRuntimeMXBean.getName,
+          origin(Class.forName("org.apache.spark.sql.delta.actions.AddFile")),
+          origin(Class.forName("io.deltareplay.DeltaReplayExtension"))
+        )
       }
       .collect()
-    assert(names.head.contains("io.deltareplay.DeltaReplayExtension"))
+    seen.foreach { case (jvm, delta, replay) =>
+      assert(jvm !== driverJvm, "the task ran in the driver")
+      assert(delta.contains("delta-spark"), s"AddFile came from $delta")
+      assert(replay === ours, s"the executor loaded this connector from $replay, not $ours")
+    }
   }
 }

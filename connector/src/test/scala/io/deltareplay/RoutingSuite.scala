@@ -144,4 +144,103 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
       assert(sorted(v1(dst)) === sorted(v1(src).where("id < 10 OR id >= 15")))
     }
   }
+
+  test(
+    "a table this connector cannot read (reader version 4, an unknown reader feature): " +
+      "format(\"delta-replay\") fails naming it; format(\"delta\") answers as delta-spark does"
+  ) {
+    import io.deltareplay.test.LogFixtures
+    Seq(
+      "reader version 4" -> """{"protocol":{"minReaderVersion":4,"minWriterVersion":7}}""",
+      "fancyNewFeature" -> ("""{"protocol":{"minReaderVersion":3,"minWriterVersion":7,""" +
+        """"readerFeatures":["fancyNewFeature"],"writerFeatures":["fancyNewFeature"]}}""")
+    ).foreach { case (what, protocol) =>
+      withTempDir { dir =>
+        val path = dir.getAbsolutePath + "/t"
+        make(path)
+        LogFixtures.writeCommit(path, 1, Seq(LogFixtures.commitInfo, protocol))
+        val direct = intercept[DeltaReplayException.UnsupportedTable](ours(path).collect())
+        assert(direct.getMessage.contains(what) && direct.getMessage.contains(path), direct)
+        // routed: handed back to delta-spark, whose own answer (here its refusal) the user gets
+        def failure(read: => Any): Throwable = intercept[Throwable](read)
+        val viaRouting = failure(spark.read.format("delta").load(path).collect())
+        val viaDeltaSpark = failure(v1(path).collect())
+        assert(!viaRouting.isInstanceOf[DeltaReplayException], viaRouting)
+        assert(viaRouting.getClass === viaDeltaSpark.getClass, viaRouting)
+        assert(viaRouting.getMessage === viaDeltaSpark.getMessage)
+        // time travel to the version before the protocol change: this connector reads it; a
+        // routed read answers as delta-spark does (rows or the same refusal)
+        val before = Map("versionAsOf" -> "0")
+        assert(ours(path, before).count() === 50)
+        def outcome(df: => org.apache.spark.sql.DataFrame): Either[String, Seq[String]] =
+          scala.util.Try(sorted(df)).toEither.left.map(_.getClass.getName)
+        assert(
+          outcome(spark.read.format("delta").options(before).load(path)) ===
+            outcome(v1(path, before))
+        )
+        // streams: the same split
+        val stream = intercept[Throwable] {
+          val q = spark.readStream
+            .format("delta-replay")
+            .load(path)
+            .writeStream
+            .format("noop")
+            .start()
+          try q.processAllAvailable()
+          finally q.stop()
+        }
+        assert(stream.getMessage.contains(what), stream)
+      }
+    }
+  }
+
+  test("every connector option reaches the scan on both formats, batch and streaming") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      make(path)
+      val O = DeltaReplayOptions
+      val values = Map(
+        O.ReplayMode -> "distributed",
+        O.DistributedThresholdBytes -> "1234",
+        O.ReplayPartitions -> "3",
+        O.TailFastPathMaxBytes -> "0",
+        O.StateCache -> "false",
+        O.StateCacheMaxBytes -> "1000000",
+        O.StateMaxTailBytes -> "1000",
+        O.MetadataAggregates -> "false",
+        O.DataSkipping -> "false",
+        O.IndexStorageLevel -> "DISK_ONLY",
+        O.SnapshotSliceFiles -> "7",
+        O.PlanningMode -> "driver",
+        O.PlanningExecutorsMinFiles -> "5",
+        O.PlanningScratchDir -> (dir.getAbsolutePath + "/scratch")
+      )
+      val untested = O.KnownReadOptions -- values.keySet.map(_.toLowerCase) --
+        Set(O.VersionAsOf, O.TimestampAsOf, "path", "paths").map(_.toLowerCase)
+      assert(untested.isEmpty, s"options without a value in this test: $untested")
+      val defaults = internal.ReadConf(spark, Map.empty)
+      values.foreach { case (key, value) =>
+        val direct = deltaReplayScans(ours(path, Map(key -> value))).head.conf
+        val viaRouting = spark.read.format("delta").option(key, value).load(path)
+        assert(routed(viaRouting), s"$key: not routed")
+        assert(deltaReplayScans(viaRouting).head.conf === direct, key)
+        assert(direct !== defaults, s"$key=$value changed nothing")
+      }
+      // streams take them too (and stay routed): the slice size shows in the progress
+      val q = spark.readStream
+        .format("delta")
+        .options(values ++ Map(O.PlanningMode -> "executors", "maxFilesPerTrigger" -> "2"))
+        .load(path)
+        .writeStream
+        .format("noop")
+        .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())
+        .start()
+      try {
+        q.awaitTermination()
+        assert(q.lastProgress.sources.head.description.contains("DeltaReplayMicroBatchStream"))
+        val snapshot = q.recentProgress.flatMap(p => Option(p.sources.head.metrics.get("snapshot")))
+        assert(snapshot.exists(_.contains("slices of 7")), snapshot.mkString("; "))
+      } finally q.stop()
+    }
+  }
 }

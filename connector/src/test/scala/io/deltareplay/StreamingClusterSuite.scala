@@ -10,7 +10,8 @@ import org.scalatest.funsuite.AnyFunSuite
 class StreamingClusterSuite extends AnyFunSuite with LocalClusterSparkSession with DeltaOracle {
 
   test(
-    "distributed initial snapshot, then commits, matches the table; readStream.table routes too"
+    "an initial snapshot on the executors read in slices, then commits, matches the table; " +
+      "readStream.table routes too"
   ) {
     withTempDir { dir =>
       val path = new File(dir, "t").getAbsolutePath
@@ -26,24 +27,26 @@ class StreamingClusterSuite extends AnyFunSuite with LocalClusterSparkSession wi
           .save(path)
       }
       val sink = new File(dir, "sink").getAbsolutePath
-      withReplayMode("distributed") {
-        spark.sql(s"CREATE TABLE stream_src USING delta LOCATION '$path'")
-        try {
-          val q = spark.readStream
-            .option("maxFilesPerTrigger", "3")
-            .table("stream_src")
-            .writeStream
-            .format("delta")
-            .option("checkpointLocation", new File(dir, "ckpt").getAbsolutePath)
-            .trigger(Trigger.AvailableNow())
-            .start(sink)
-          q.awaitTermination()
-          assert(q.lastProgress.sources.head.description.contains("DeltaReplayMicroBatchStream"))
-          assert(
-            q.recentProgress.exists(_.sources.head.metrics.get("snapshot").contains("persisted"))
-          )
-        } finally spark.sql("DROP TABLE stream_src")
-      }
+      withConf("spark.deltareplay.streaming.snapshotSliceFiles" -> "4")(
+        withReplayMode("executors") {
+          spark.sql(s"CREATE TABLE stream_src USING delta LOCATION '$path'")
+          try {
+            val q = spark.readStream
+              .option("maxFilesPerTrigger", "3")
+              .table("stream_src")
+              .writeStream
+              .format("delta")
+              .option("checkpointLocation", new File(dir, "ckpt").getAbsolutePath)
+              .trigger(Trigger.AvailableNow())
+              .start(sink)
+            q.awaitTermination()
+            assert(q.lastProgress.sources.head.description.contains("DeltaReplayMicroBatchStream"))
+            val snapshot =
+              q.recentProgress.flatMap(p => Option(p.sources.head.metrics.get("snapshot")))
+            assert(snapshot.exists(_.contains("read in slices of 4")), snapshot.mkString("; "))
+          } finally spark.sql("DROP TABLE stream_src")
+        }
+      )
       assert(sorted(spark.read.format("delta").load(sink)) === sorted(v1(path)))
     }
   }

@@ -53,32 +53,42 @@ class StreamingSmallHeapSuite extends AnyFunSuite with SharedSparkSession {
     }
   }
 
-  test("a 200K-file initial snapshot serves its first three micro-batches with a 1 GB heap") {
+  test(
+    "a 200K-file initial snapshot serves its first three micro-batches with a 1 GB heap: " +
+      "index on the driver, and on the executors in slices"
+  ) {
     assert(Runtime.getRuntime.maxMemory() <= 1100L * 1024 * 1024, "this suite must run with -Xmx1g")
     withTempDir { dir =>
       val path = new File(dir, "t").getAbsolutePath
       synthesize(path)
       spark.conf.set("spark.deltareplay.replay.mode", "distributed")
-      val q = spark.readStream
-        .format("delta-replay")
-        .option("maxFilesPerTrigger", "1000")
-        .load(path)
-        .writeStream
-        .format("noop")
-        .trigger(Trigger.ProcessingTime(0))
-        .start()
-      try {
-        val deadline = System.currentTimeMillis() + 600000
-        while (
-          q.recentProgress.count(_.numInputRows > 0) < 3 && q.exception.isEmpty &&
-          System.currentTimeMillis() < deadline
-        ) Thread.sleep(200)
-        assert(q.exception.isEmpty, q.exception)
-        val batches = q.recentProgress.filter(_.numInputRows > 0).take(3)
-        assert(batches.length === 3)
-        batches.foreach(p => assert(p.numInputRows === 10000))
-        assert(batches.head.sources.head.metrics.get("snapshot").contains("200000 files persisted"))
-      } finally q.stop()
+      Seq(
+        "driver" -> "200000 files, ordered on the driver",
+        "executors" -> "200000 files, read in slices of 50000"
+      ).foreach { case (planning, described) =>
+        spark.conf.set("spark.deltareplay.planning.mode", planning)
+        val q = spark.readStream
+          .format("delta-replay")
+          .option("maxFilesPerTrigger", "1000")
+          .load(path)
+          .writeStream
+          .format("noop")
+          .trigger(Trigger.ProcessingTime(0))
+          .start()
+        try {
+          val deadline = System.currentTimeMillis() + 600000
+          while (
+            q.recentProgress.count(_.numInputRows > 0) < 3 && q.exception.isEmpty &&
+            System.currentTimeMillis() < deadline
+          ) Thread.sleep(200)
+          assert(q.exception.isEmpty, q.exception)
+          val batches = q.recentProgress.filter(_.numInputRows > 0).take(3)
+          assert(batches.length === 3)
+          batches.foreach(p => assert(p.numInputRows === 10000))
+          val snapshot = batches.head.sources.head.metrics.get("snapshot")
+          assert(snapshot.contains(described), s"planning.mode=$planning: $snapshot")
+        } finally q.stop()
+      }
     }
   }
 }

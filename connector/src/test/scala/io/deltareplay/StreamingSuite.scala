@@ -3,7 +3,7 @@ package io.deltareplay
 import java.io.File
 
 import io.deltareplay.test.DeltaOracle
-import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -25,39 +25,28 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
     (if (delta) r.option("deltareplay.route", "false") else r).load(path)
   }
 
-  /** Runs to the end with AvailableNow into the memory sink; the ids of each batch. */
+  /** Runs to the end with AvailableNow; the sorted ids of each non-empty micro-batch, in order. */
   private def batches(
       path: String,
       delta: Boolean,
       options: Map[String, String]
   ): Seq[Seq[Long]] = {
-    val name = s"q_${System.nanoTime()}"
+    val seen = new java.util.concurrent.ConcurrentLinkedQueue[(Long, Seq[Long])]()
     val q = source(path, delta, options).writeStream
-      .format("memory")
-      .queryName(name)
+      .foreachBatch { (df: DataFrame, id: Long) =>
+        val ids = df.select("id").collect().map(_.getLong(0)).toSeq.sorted
+        if (ids.nonEmpty) seen.add(id -> ids)
+        ()
+      }
       .trigger(Trigger.AvailableNow())
       .start()
     try {
       q.awaitTermination()
       val desc = q.lastProgress.sources.head.description
       assert(desc.contains("DeltaReplayMicroBatchStream") != delta, s"wrong source: $desc")
-      spark.table(name).collect().map(_.getLong(0)).toSeq
-      q.recentProgress.filter(_.numInputRows > 0).map(p => p.batchId).toSeq
-      val all = spark.sql(s"SELECT id FROM $name").collect().map(_.getLong(0))
-      // Recover the batch boundaries from the progress reports (rows per batch, in order).
-      // (DeltaSource counts rows before deletion vectors are applied; this source after.)
-      val sizes = q.recentProgress.map(_.numInputRows).filter(_ > 0).toSeq
-      if (!delta) assert(sizes.sum === all.length)
-      if (sizes.sum != all.length) return Seq(all.toSeq.sorted)
-      val sorted = all.toSeq
-      var at = 0
-      sizes.map { n =>
-        val b = sorted.slice(at, at + n.toInt).sorted; at += n.toInt; b
-      }
-    } finally {
-      q.stop()
-      spark.sql(s"DROP VIEW IF EXISTS $name")
-    }
+      import scala.jdk.CollectionConverters._
+      seen.asScala.toSeq.sortBy(_._1).map(_._2)
+    } finally q.stop()
   }
 
   private def sinkRows(sink: String): Seq[String] = sorted(spark.read.format("delta").load(sink))
@@ -371,6 +360,102 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
         assert(q.exception.isEmpty, q.exception)
         assert(q.isActive)
       } finally q.stop()
+      assert(sinkRows(sink) === sorted(v1(path)))
+    }
+  }
+
+  /** Settings that put the snapshot index on the driver, or on the executors read in slices. */
+  private val snapshotHomes = Seq(
+    "driver index" -> Seq("spark.deltareplay.planning.mode" -> "driver"),
+    "executor index, slices of 4" -> Seq(
+      "spark.deltareplay.planning.mode" -> "executors",
+      "spark.deltareplay.streaming.snapshotSliceFiles" -> "4"
+    )
+  )
+
+  test(
+    "the initial snapshot batch by batch as DeltaSource: equal modification times, DVs, " +
+      "partitions; index on the driver and on the executors in slices"
+  ) {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      // many files per commit (equal or close modification times: ties break on the path)
+      spark
+        .range(0, 300)
+        .selectExpr("id", "cast(id % 3 as int) as g")
+        .repartition(15)
+        .write
+        .format("delta")
+        .partitionBy("g")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+      appendCommit(path, 300, 330, files = 4)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 0").collect()
+      appendCommit(path, 400, 420, files = 3)
+      val opts = Map("maxFilesPerTrigger" -> "3")
+      val theirs = batches(path, delta = true, opts)
+      snapshotHomes.foreach { case (home, settings) =>
+        withConf(settings: _*) {
+          Seq("local", "distributed").foreach { mode =>
+            withReplayMode(mode) {
+              // the same files per batch, so the same rows per batch (deleted rows dropped by both)
+              assert(batches(path, delta = false, opts) === theirs, s"$home $mode")
+            }
+          }
+        }
+      }
+      // batches by files and by bytes
+      val plain = new File(dir, "plain").getAbsolutePath
+      spark
+        .range(0, 200)
+        .selectExpr("id", "cast(id % 3 as int) as g")
+        .repartition(20)
+        .write
+        .format("delta")
+        .partitionBy("g")
+        .save(plain)
+      appendCommit(plain, 300, 330, files = 4)
+      Seq(Map("maxFilesPerTrigger" -> "7"), Map("maxBytesPerTrigger" -> "3k")).foreach { o =>
+        val expected = batches(plain, delta = true, o)
+        snapshotHomes.foreach { case (home, settings) =>
+          withConf(settings: _*) {
+            assert(batches(plain, delta = false, o) === expected, s"$home $o")
+          }
+        }
+      }
+    }
+  }
+
+  test("restarts in the middle of an initial snapshot on the executors lose and repeat nothing") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      spark
+        .range(0, 400)
+        .selectExpr("id", "cast(id % 3 as int) as g")
+        .repartition(25)
+        .write
+        .format("delta")
+        .save(path)
+      val sink = new File(dir, "sink").getAbsolutePath
+      val ckpt = new File(dir, "ckpt").getAbsolutePath
+      withConf(snapshotHomes.last._2: _*) {
+        // one batch per run: every restart resumes at another place of the snapshot
+        (0 until 4).foreach { _ =>
+          source(path, delta = false, Map("maxFilesPerTrigger" -> "3")).writeStream
+            .format("delta")
+            .option("checkpointLocation", ckpt)
+            .trigger(Trigger.Once())
+            .start(sink)
+            .awaitTermination()
+        }
+        appendCommit(path, 1000, 1010)
+        source(path, delta = false, Map("maxFilesPerTrigger" -> "5")).writeStream
+          .format("delta")
+          .option("checkpointLocation", ckpt)
+          .trigger(Trigger.AvailableNow())
+          .start(sink)
+          .awaitTermination()
+      }
       assert(sinkRows(sink) === sorted(v1(path)))
     }
   }

@@ -9,11 +9,12 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.delta.{DeltaColumnMapping, DeltaColumnMappingMode, DeltaLog, NoMapping}
+import org.apache.spark.sql.delta.{DeltaColumnMapping, DeltaColumnMappingMode, DeltaLog}
 import org.apache.spark.sql.delta.catalog.DeltaTableV2
 import org.apache.spark.sql.delta.actions.{Action, DeletionVectorDescriptor, Metadata, Protocol}
 import org.apache.spark.sql.delta.deletionvectors.StoredBitmap
 import org.apache.spark.sql.delta.files.TahoeLogFileIndex
+import org.apache.spark.sql.delta.sources.DeltaDataSource
 import org.apache.spark.sql.delta.storage.dv.HadoopFileSystemDVStore
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
@@ -27,44 +28,28 @@ import org.apache.spark.sql.types.StructType
  */
 private[deltareplay] object DeltaAdapter {
 
-  /** The parsed protocol and metadata of one table version. */
-  final case class TableMeta(protocol: Protocol, metadata: Metadata) {
-    def tableId: String = metadata.id
-    def schema: StructType = metadata.schema
-    def partitionColumns: Seq[String] = metadata.partitionColumns
-    def partitionSchema: StructType = metadata.partitionSchema
-    def dataSchema: StructType = metadata.dataSchema
-    def configuration: Map[String, String] = metadata.configuration
-    def columnMappingMode: DeltaColumnMappingMode = metadata.columnMappingMode
-    def columnMappingName: String = columnMappingMode.name
-    def usesColumnMapping: Boolean = columnMappingMode != NoMapping
-    def minReaderVersion: Int = protocol.minReaderVersion
-    def readerFeatures: Set[String] = protocol.readerFeatures.getOrElse(Set.empty)
-    def protocolJson: String = protocol.json
-    def metadataJson: String = metadata.json
+  /** delta-spark's protocol and metadata actions of a [[TableMeta]] (parsed from its JSON). */
+  private def actions(meta: TableMeta): (Protocol, Metadata) =
+    (
+      Action.fromJson(meta.protocolJson).asInstanceOf[Protocol],
+      Action.fromJson(meta.metadataJson).asInstanceOf[Metadata]
+    )
 
-    /** The physical (Parquet) schema for a logical schema of this table's columns. */
-    def physicalSchema(logical: StructType): StructType =
-      if (!usesColumnMapping) logical
-      else DeltaColumnMapping.createPhysicalSchema(logical, schema, columnMappingMode)
+  /** The physical (Parquet) schema for a logical schema of a column-mapped table. */
+  def physicalSchema(meta: TableMeta, logical: StructType): StructType =
+    DeltaColumnMapping.createPhysicalSchema(
+      logical,
+      meta.schema,
+      DeltaColumnMappingMode(meta.columnMappingName)
+    )
 
-    /** The physical name of a top-level column (the key of partitionValues and stats). */
-    def physicalName(column: String): String =
-      if (!usesColumnMapping) column
-      else DeltaColumnMapping.getPhysicalName(schema(column))
-  }
+  /** A table schema as users see it: without column-mapping metadata. */
+  def dropColumnMappingMetadata(schema: StructType): StructType =
+    DeltaColumnMapping.dropColumnMappingMetadata(schema)
 
-  /** A protocol or metaData action out of one JSON log line, if the line holds one. */
-  sealed trait ProtocolOrMetadata
-  final case class ProtocolAction(protocol: Protocol) extends ProtocolOrMetadata
-  final case class MetadataAction(metadata: Metadata) extends ProtocolOrMetadata
-
-  def parseProtocolOrMetadata(line: String): Option[ProtocolOrMetadata] =
-    Action.fromJson(line) match {
-      case p: Protocol => Some(ProtocolAction(p))
-      case m: Metadata => Some(MetadataAction(m))
-      case _ => None
-    }
+  /** Whether a streaming source's format names delta-spark's source. */
+  def isDeltaSource(className: String): Boolean =
+    className.equalsIgnoreCase("delta") || className == classOf[DeltaDataSource].getName
 
   /** Reader features this connector implements. */
   val SupportedReaderFeatures: Set[String] = Set(
@@ -89,9 +74,7 @@ private[deltareplay] object DeltaAdapter {
       throw Errors.unsupportedReaderVersion(table, meta.minReaderVersion)
     val unsupported = meta.readerFeatures -- SupportedReaderFeatures
     if (unsupported.nonEmpty) throw Errors.unsupportedReaderFeatures(table, unsupported)
-    val coordinated = meta.protocol.writerFeatures
-      .getOrElse(Set.empty)
-      .filter(_.startsWith("coordinatedCommits")) ++
+    val coordinated = meta.writerFeatures.filter(_.startsWith("coordinatedCommits")) ++
       meta.configuration.collect {
         case (k, v) if k.startsWith("delta.coordinatedCommits.commitCoordinator") => v
       }
@@ -160,12 +143,14 @@ private[deltareplay] object DeltaAdapter {
     val opts = DeltaStreamUtils.SchemaReadOptions.fromSparkSession(
       spark,
       isStreamingFromColumnMappingTable = startMeta.usesColumnMapping,
-      isTypeWideningSupportedInProtocol = TypeWidening.isSupported(newMeta.protocol)
+      isTypeWideningSupportedInProtocol = TypeWidening.isSupported(actions(newMeta)._1)
     )
+    val (_, startMetadata) = actions(startMeta)
+    val (newProtocol, newMetadata) = actions(newMeta)
     val columnMappingChange = !opts.allowUnsafeStreamingReadOnColumnMappingSchemaChanges &&
       !DeltaColumnMapping.hasNoColumnMappingSchemaChanges(
-        newMeta.metadata,
-        startMeta.metadata,
+        newMetadata,
+        startMetadata,
         opts.allowUnsafeStreamingReadOnPartitionColumnChanges
       )
     if (columnMappingChange) StreamSchemaChange.NonRetryable

@@ -107,7 +107,7 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
       endOffset: OffsetV2
   ): Array[InputPartition] = {
     val files = planner.filesBetween(offset(startOffset), offset(endOffset))
-    ScanPlanner.splitsOf(spark, start, files, planner.partitionSchema).map(p => p: InputPartition)
+    ScanPlanner.splits(spark, start, files).map(p => p: InputPartition)
   }
 
   override def createReaderFactory(): PartitionReaderFactory = {
@@ -168,7 +168,10 @@ private[deltareplay] class StreamPlanner(
   val dataSchema: StructType = StructType(start.schema.filterNot(f => partitionColumns(f.name)))
   val partitionSchema: StructType = StructType(start.schema.filter(f => partitionColumns(f.name)))
 
-  @volatile private var snapshot: Option[(Long, SnapshotIndex)] = None
+  @volatile private var snapshot: Option[(Long, StreamSnapshot, Option[TableIndex])] = None
+  private lazy val entry = FileEntry(meta, spark.sessionState.conf.sessionLocalTimeZone)
+  private lazy val keep = ScanPlanner.keeper(entry, partitionSchema)
+  private lazy val toEntry = entry.projector()
   @volatile private var listing: LogSegment.Listing = LogSegment.list(start.tablePath, hadoopConf)
 
   def latestVersion(): Long = {
@@ -178,7 +181,7 @@ private[deltareplay] class StreamPlanner(
 
   /** An item of the stream: a file with its offset, or the end of a version. */
   private sealed trait Item { def offset: StreamOffset }
-  private case class FileItem(offset: StreamOffset, file: LiveFile) extends Item
+  private case class FileItem(offset: StreamOffset, file: KeptFile) extends Item
   private case class VersionEnd(offset: StreamOffset) extends Item
 
   /** Admits files after `from` up to the limits; returns the end offset and the files admitted. */
@@ -191,6 +194,7 @@ private[deltareplay] class StreamPlanner(
     var end = from
     var files = 0L
     var bytes = 0L
+    val taken = Vector.newBuilder[KeptFile]
     val it = items(from, bound)
     var stop = false
     while (!stop && it.hasNext)
@@ -204,17 +208,29 @@ private[deltareplay] class StreamPlanner(
             files += 1
             bytes += f.size
             end = o
+            taken += f
           }
       }
+    lastAdmitted = Some((from, end, taken.result()))
     (end, files)
   }
 
+  /**
+   * The files of the batch last admitted, kept for its planning (which follows at once): the
+   * snapshot is not walked twice, and a batch bigger than the slices an executor index keeps needs
+   * no numbering of every file.
+   */
+  @volatile private var lastAdmitted: Option[(StreamOffset, StreamOffset, Vector[KeptFile])] = None
+
   /** The files in (start, end]. */
-  def filesBetween(from: StreamOffset, end: StreamOffset): Seq[LiveFile] = {
-    // An end at the base of version v means "all of v-1 read": v itself may not exist yet.
-    val bound =
-      if (!end.initialSnapshot && end.index == StreamOffset.Base) end.version - 1 else end.version
-    items(from, bound).takeWhile(_.offset <= end).collect { case FileItem(_, f) => f }.toSeq
+  def filesBetween(from: StreamOffset, end: StreamOffset): Seq[KeptFile] = lastAdmitted match {
+    case Some((f, e, files)) if f == from && e == end => files
+    case _ =>
+      // An end at the base of version v means "all of v-1 read": v itself may not exist yet.
+      val bound =
+        if (!end.initialSnapshot && end.index == StreamOffset.Base) end.version - 1
+        else end.version
+      items(from, bound).takeWhile(_.offset <= end).collect { case FileItem(_, f) => f }.toSeq
   }
 
   private def items(from: StreamOffset, bound: Long): Iterator[Item] = {
@@ -223,7 +239,7 @@ private[deltareplay] class StreamPlanner(
       if (!from.initialSnapshot) Iterator.empty
       else {
         val index = snapshotAt(from.version)
-        val batch = 10000L
+        val batch = index.readChunk
         Iterator
           .iterate(from.index)(_ + batch)
           .takeWhile(_ < index.size - 1)
@@ -252,15 +268,15 @@ private[deltareplay] class StreamPlanner(
     val segment = start.segment.onlyCommits(Seq(status), version)
     val reader = new LogReader(spark, segment)
     reader.commitProtocolAndMetadata().foreach {
-      case DeltaAdapter.MetadataAction(m) =>
+      case Right(m) =>
         import DeltaAdapter.StreamSchemaChange._
-        DeltaAdapter.streamSchemaChange(spark, meta, meta.copy(metadata = m), start.schema) match {
+        DeltaAdapter.streamSchemaChange(spark, meta, meta.withMetadata(m), start.schema) match {
           case Compatible => ()
           case Retryable => throw Errors.schemaChangedInStream(start.table, version)
           case NonRetryable => throw Errors.incompatibleSchemaChangeInStream(start.table, version)
         }
-      case DeltaAdapter.ProtocolAction(p) =>
-        DeltaAdapter.checkReadable(start.table, meta.copy(protocol = p))
+      case Left(p) =>
+        DeltaAdapter.checkReadable(start.table, meta.withProtocol(p))
     }
     val actions = reader.commitActions(needStats = false).toSeq
     val adds = actions.filter(a => a.isAdd && a.dataChange)
@@ -272,32 +288,52 @@ private[deltareplay] class StreamPlanner(
       else if (options.ignoreDeletes && adds.isEmpty) Nil
       else throw Errors.dataChangeInSource(start.table, version)
     emitted.zipWithIndex.map { case (a, i) =>
-      FileItem(StreamOffset(tableId, version, i.toLong, false), a.toLiveFile())
+      FileItem(StreamOffset(tableId, version, i.toLong, false), keep(toEntry(a.toLiveFile())))
     }
   }
 
-  private def snapshotAt(version: Long): SnapshotIndex = synchronized {
+  /**
+   * The initial snapshot at `version`, read off the snapshot index of that version: the session's
+   * cached one when it serves, else one built for the stream (kept persisted on the executors while
+   * the stream reads its snapshot, released after).
+   */
+  private def snapshotAt(version: Long): StreamSnapshot = synchronized {
     snapshot match {
-      case Some((v, index)) if v == version => index
+      case Some((v, s, _)) if v == version => s
       case _ =>
-        snapshot.foreach(_._2.release())
-        val segment =
-          LogSegment.forVersion(LogSegment.list(start.tablePath, hadoopConf), Some(version))
-        val index = SnapshotIndex.build(spark, segment, conf, storageLevel)
-        snapshot = Some(version -> index)
-        index
+        releaseSnapshot()
+        val at =
+          if (version == start.version) start
+          else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None)
+        val policy = ReadPolicy(spark, at, conf)
+        val index = policy.index(needStats = false, keepPersisted = Some(storageLevel)).index
+        val owned =
+          if (IndexCache.holds(spark, at.segment.paths.root, index)) None else Some(index)
+        val s = new StreamSnapshot(
+          spark,
+          index,
+          at.segment.paths,
+          partitionSchema,
+          storageLevel,
+          conf.snapshotSliceFiles
+        )
+        snapshot = Some((version, s, owned))
+        s
     }
   }
 
   /** Files and bytes of the snapshot still to read after `consumed`. */
   def snapshotBacklog(consumed: StreamOffset): Option[(Long, Long)] = snapshot.collect {
-    case (v, index) if v == consumed.version => index.remaining(consumed.index)
+    case (v, s, _) if v == consumed.version => s.remaining(consumed.index)
   }
 
   def snapshotDescription: String = snapshot.map(_._2.description).getOrElse("none")
 
   def releaseSnapshot(): Unit = synchronized {
-    snapshot.foreach(_._2.release())
+    snapshot.foreach { case (_, s, owned) =>
+      s.release()
+      owned.foreach(_.release())
+    }
     snapshot = None
   }
 }

@@ -11,7 +11,6 @@ import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
 import org.apache.spark.sql.connector.read._
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.types.{StructField, StructType}
-import org.apache.spark.storage.StorageLevel
 
 /**
  * A batch scan of one pinned table version: immutable, equal to another scan of the same table
@@ -132,11 +131,12 @@ private[deltareplay] final case class DeltaReplayScan(
   override def toBatch: Batch = new DeltaReplayBatch(this)
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    // the level of the snapshot index the stream keeps; index.storageLevel unless given apart
     val level = options
       .collectFirst { case (k, v) if k.equalsIgnoreCase(StreamingStorageLevel) => v }
       .orElse(spark.conf.getOption("spark.deltareplay." + StreamingStorageLevel))
-      .map(v => StorageLevel.fromString(v.toUpperCase(java.util.Locale.ROOT)))
-      .getOrElse(StorageLevel.MEMORY_AND_DISK)
+      .map(ReadConf.storageLevel(StreamingStorageLevel, _))
+      .getOrElse(conf.indexStorageLevel)
     new DeltaReplayMicroBatchStream(spark, snapshot, StreamOptions(options), conf, level)
   }
 

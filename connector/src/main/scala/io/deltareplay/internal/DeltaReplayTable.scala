@@ -24,9 +24,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
  *   whether the read asked for this version (`versionAsOf`, `timestampAsOf`). Any other read is
  *   resolved anew for every query ([[RouteDeltaReads]] swaps in the newest snapshot, one per table
  *   per query, marking it `resolved`), as delta-spark reads the newest version at every execution
- *   of a DataFrame that does not travel in time. Before it is resolved its equality ignores the
- *   version; a resolved table equals only one at the same version (so a plan cached at an older
- *   version does not serve a query of a newer one).
+ *   of a DataFrame that does not travel in time. Its equality ignores the version of a resolved
+ *   table, so a `cache()`d read keeps serving what it cached after a commit, as delta-spark's
+ *   cached reads do (its file index compares equal across versions) until it is unpersisted or
+ *   refreshed; within one query every read of a table is at one version anyway. A resolved table
+ *   never equals an unresolved one (a plan rewrite that resolves it must not be taken for a no-op).
  */
 private[deltareplay] class DeltaReplayTable(
     spark: SparkSession,
@@ -67,8 +69,8 @@ private[deltareplay] class DeltaReplayTable(
   def resolvedTo(newest: TableSnapshot): DeltaReplayTable =
     new DeltaReplayTable(spark, newest, options, timeTravel = false, resolved = true)
 
-  private def identity: (String, Option[Long], Map[String, String]) =
-    (snapshot.table, if (timeTravel || resolved) Some(snapshot.version) else None, options)
+  private def identity: (String, Option[Long], Boolean, Map[String, String]) =
+    (snapshot.table, if (timeTravel) Some(snapshot.version) else None, resolved, options)
 
   override def equals(o: Any): Boolean = o match {
     case t: DeltaReplayTable => t.identity == identity

@@ -47,15 +47,16 @@ private[deltareplay] case class ManifestPartition(
  * Planning that keeps the file list on the executors, for tables whose file list is too big for the
  * driver (`planning.mode = executors`, or `auto` above `planning.executorsMinFiles`).
  *
- * One Spark job: the log is replayed as a DataFrame ([[DistributedReplay.liveFrame]]); in the same
- * tasks each live file is pruned by the partition filters, skipped by its statistics, cut into
- * splits of at most `maxPartitionBytes`, and the splits are packed into bins (a new bin when the
- * next split would overflow it, each split costing its length plus `openCostInBytes`, as Spark
- * packs file splits). Each task writes its splits, in bin order, to its own manifest Parquet file
- * and returns one summary per bin (files, bytes, rows, DVs): that is all the driver receives, one
- * row per input partition. A reader task reads the rows of its bin (the bin filter is pushed into
- * the Parquet reader; manifests have small pages) and then reads those files as a driver-planned
- * partition would.
+ * One Spark job over the snapshot index on the executors ([[ExecutorIndex]]: its persisted dataset,
+ * or, when it is not kept, the replay that builds it); in the same tasks each live file is pruned
+ * by the partition filters, skipped by its statistics ([[DataSkipping]]), cut into splits of at
+ * most `maxPartitionBytes`, and the splits are packed into bins (a new bin when the next split
+ * would overflow it, each split costing its length plus `openCostInBytes`, as Spark packs file
+ * splits). Each task writes its splits, in bin order, to its own manifest Parquet file and returns
+ * one summary per bin (files, bytes, rows, DVs): that is all the driver receives, one row per input
+ * partition. A reader task reads the rows of its bin (the bin filter is pushed into the Parquet
+ * reader; manifests have small pages) and then reads those files as a driver-planned partition
+ * would.
  *
  * Manifests live in a fresh directory under `planning.scratchDir`, deleted when the scan object is
  * garbage-collected (a physical plan may run more than once, so not at query end) or at JVM exit.

@@ -1,6 +1,5 @@
 package io.deltareplay.internal
 
-import io.deltareplay.internal.DeltaAdapter.TableMeta
 import org.apache.spark.sql.Column
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._

@@ -82,6 +82,12 @@ private[deltareplay] object IndexCache {
     }
   }
 
+  /** Whether the cache holds `index` (then the cache releases it, not its user). */
+  def holds(spark: SparkSession, tableUri: String, index: TableIndex): Boolean = {
+    val c = cacheOf(spark)
+    c.synchronized(Option(c.entries.get(tableUri)).exists(_.index eq index))
+  }
+
   /** Whether [[offer]] would keep an index of this table version. */
   def wouldKeep(spark: SparkSession, tableUri: String, tableId: String, version: Long): Boolean = {
     val c = cacheOf(spark)

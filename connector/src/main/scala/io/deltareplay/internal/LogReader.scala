@@ -6,7 +6,6 @@ import scala.collection.mutable
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.deltareplay.internal.DeltaAdapter._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.parquet.hadoop.ParquetFileReader
@@ -22,6 +21,11 @@ import org.apache.spark.sql.execution.datasources.parquet.{
 }
 import org.apache.spark.sql.sources.{Filter, IsNotNull, Or}
 import org.apache.spark.sql.types._
+
+/** A protocol (left) or metaData (right) action. */
+private[deltareplay] object ProtocolOrMetadata {
+  type T = Either[TableMeta.Protocol, TableMeta.Metadata]
+}
 
 /**
  * Reads log files on the driver without a Spark job: JSON commits line by line, checkpoint Parquet
@@ -56,11 +60,11 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
 
   /** The newest protocol and metaData: commits newest first, then the checkpoint. */
   def tableMeta(): TableMeta = {
-    var protocol: Option[ProtocolAction] = None
-    var metadata: Option[MetadataAction] = None
-    def offer(found: Option[ProtocolOrMetadata]): Unit = found match {
-      case Some(p: ProtocolAction) if protocol.isEmpty => protocol = Some(p)
-      case Some(m: MetadataAction) if metadata.isEmpty => metadata = Some(m)
+    var protocol: Option[TableMeta.Protocol] = None
+    var metadata: Option[TableMeta.Metadata] = None
+    def offer(found: Option[ProtocolOrMetadata.T]): Unit = found match {
+      case Some(Left(p)) if protocol.isEmpty => protocol = Some(p)
+      case Some(Right(m)) if metadata.isEmpty => metadata = Some(m)
       case _ =>
     }
     val commits = segment.commits.reverseIterator
@@ -77,7 +81,7 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
     if (protocol.isEmpty || metadata.isEmpty)
       checkpointProtocolAndMetadata().reverse.foreach(a => offer(Some(a)))
     (protocol, metadata) match {
-      case (Some(p), Some(m)) => TableMeta(p.protocol, m.metadata)
+      case (Some(p), Some(m)) => TableMeta(p, m)
       case _ => throw Errors.noProtocolOrMetadata(table, segment.version)
     }
   }
@@ -85,13 +89,13 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   private def parseProtocolOrMetadataSafely(
       file: FileStatus,
       line: String
-  ): Option[ProtocolOrMetadata] =
-    try parseProtocolOrMetadata(line)
+  ): Option[ProtocolOrMetadata.T] =
+    try TableMeta.parse(line)
     catch {
       case NonFatal(e) => throw Errors.malformedAction(table, file.getPath.toString, e.toString)
     }
 
-  private def checkpointProtocolAndMetadata(): Seq[ProtocolOrMetadata] =
+  private def checkpointProtocolAndMetadata(): Seq[ProtocolOrMetadata.T] =
     segment.checkpoint.flatMap { file =>
       if (file.getPath.getName.endsWith(".json")) {
         readText(file).flatMap(line => parseProtocolOrMetadataSafely(file, line))
@@ -137,7 +141,7 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   }
 
   /** Protocol and metaData actions of the segment's commits, oldest first. */
-  def commitProtocolAndMetadata(): Seq[ProtocolOrMetadata] =
+  def commitProtocolAndMetadata(): Seq[ProtocolOrMetadata.T] =
     segment.commits.flatMap { file =>
       readText(file).flatMap { line =>
         if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {

@@ -58,6 +58,7 @@ private[deltareplay] case class ReadConf(
     stateMaxTailBytes: Long,
     metadataAggregates: Boolean,
     indexStorageLevel: StorageLevel,
+    snapshotSliceFiles: Int,
     planningMode: PlanningMode,
     executorsMinFiles: Long,
     scratchDir: String
@@ -96,17 +97,15 @@ private[deltareplay] object ReadConf {
       },
       stateMaxTailBytes = long(O.StateMaxTailBytes),
       metadataAggregates = bool(O.MetadataAggregates),
-      indexStorageLevel = {
-        val v = get(O.IndexStorageLevel).trim.toUpperCase(Locale.ROOT)
-        try StorageLevel.fromString(v)
-        catch {
-          case _: IllegalArgumentException =>
-            throw Errors.badOption(
-              O.SessionPrefix + O.IndexStorageLevel,
-              v,
-              "a Spark storage level such as MEMORY_AND_DISK"
-            )
-        }
+      indexStorageLevel = storageLevel(O.IndexStorageLevel, get(O.IndexStorageLevel)),
+      snapshotSliceFiles = long(O.SnapshotSliceFiles) match {
+        case n if n >= 1 && n <= Int.MaxValue => n.toInt
+        case _ =>
+          throw Errors.badOption(
+            O.SessionPrefix + O.SnapshotSliceFiles,
+            get(O.SnapshotSliceFiles),
+            "a positive whole number"
+          )
       },
       planningMode = PlanningMode.parse(get(O.PlanningMode)),
       executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {
@@ -117,6 +116,20 @@ private[deltareplay] object ReadConf {
       },
       scratchDir = get(O.PlanningScratchDir).trim
     )
+  }
+
+  /** A storage level setting, or an error naming the key. */
+  def storageLevel(key: String, value: String): StorageLevel = {
+    val v = value.trim.toUpperCase(Locale.ROOT)
+    try StorageLevel.fromString(v)
+    catch {
+      case _: IllegalArgumentException =>
+        throw Errors.badOption(
+          O.SessionPrefix + key,
+          v,
+          "a Spark storage level such as MEMORY_AND_DISK"
+        )
+    }
   }
 
   /** Whether routing of `format("delta")` reads is on for this session. */

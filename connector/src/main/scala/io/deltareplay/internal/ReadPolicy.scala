@@ -123,25 +123,39 @@ private[deltareplay] final case class ReadPolicy(
    * The index of this version: the cached one (rolled forward by the commits in between), or a
    * fresh one in its [[home]]. Offered to the session's cache (`replay.stateCache.enabled`).
    */
-  def index(needStats: Boolean): ReplayResult = {
+  def index(needStats: Boolean, keepPersisted: Option[StorageLevel] = None): ReplayResult = {
     val started = System.nanoTime()
     val rolled = cachedState(needStats).flatMap(e => Replay.roll(spark, segment, conf, entry, e))
-    val result = rolled.getOrElse(build(needStats))
+    val result = rolled.getOrElse(build(needStats, keepPersisted))
     if (conf.stateCache) IndexCache.offer(spark, result.index, segment.paths.root, conf)
     // an index the cache did not take is not persisted (buildOnExecutors), nothing to release
     result.copy(millis = (System.nanoTime() - started) / 1000000)
   }
 
-  private def build(needStats: Boolean): ReplayResult = home match {
-    case Home.Driver =>
-      Replay.buildOnDriver(spark, segment, snapshot.meta.tableId, conf, entry, needStats)
-    case Home.Executors =>
-      // A cached index is persisted; a read that keeps nothing plans over the replay directly.
-      val cached = conf.stateCache && conf.replayMode == ReplayMode.Auto &&
-        IndexCache.wouldKeep(spark, segment.paths.root, snapshot.meta.tableId, segment.version)
-      val level = if (cached) Some(conf.indexStorageLevel) else None
-      Replay.buildOnExecutors(spark, segment, snapshot.meta.tableId, conf, entry, needStats, level)
-  }
+  /**
+   * A fresh index. On the executors it is persisted when the cache will keep it, or when the caller
+   * keeps it (`keepPersisted`: a stream reading its snapshot in slices); else it is left as a plan
+   * that each use replays.
+   */
+  private def build(needStats: Boolean, keepPersisted: Option[StorageLevel]): ReplayResult =
+    home match {
+      case Home.Driver =>
+        Replay.buildOnDriver(spark, segment, snapshot.meta.tableId, conf, entry, needStats)
+      case Home.Executors =>
+        // A cached index is persisted; a read that keeps nothing plans over the replay directly.
+        val cached = conf.stateCache && conf.replayMode == ReplayMode.Auto &&
+          IndexCache.wouldKeep(spark, segment.paths.root, snapshot.meta.tableId, segment.version)
+        val level = if (cached) Some(conf.indexStorageLevel) else keepPersisted
+        Replay.buildOnExecutors(
+          spark,
+          segment,
+          snapshot.meta.tableId,
+          conf,
+          entry,
+          needStats,
+          level
+        )
+    }
 
   /** The planning of a scan, over the index ([[index]], or one the scan builder already has). */
   def planner(needStats: Boolean, replayedBefore: Option[ReplayResult]): ScanPlanning =

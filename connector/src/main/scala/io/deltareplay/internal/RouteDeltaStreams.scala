@@ -24,7 +24,8 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!ReadConf.routingEnabled(spark)) return plan
     plan.resolveOperatorsUp {
-      case rel @ StreamingRelation(ds, _, output, identifyingName) if isDelta(ds.className) =>
+      case rel @ StreamingRelation(ds, _, output, identifyingName)
+          if DeltaAdapter.isDeltaSource(ds.className) =>
         val options = ds.options
         val path = options
           .collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }
@@ -47,10 +48,6 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
         }
     }
   }
-
-  private def isDelta(className: String): Boolean =
-    className.equalsIgnoreCase("delta") ||
-      className == "org.apache.spark.sql.delta.sources.DeltaDataSource"
 
   private def routable(options: Map[String, String]): Boolean = {
     val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }

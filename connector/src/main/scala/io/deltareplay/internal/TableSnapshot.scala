@@ -2,11 +2,9 @@ package io.deltareplay.internal
 
 import java.sql.Timestamp
 
-import io.deltareplay.internal.DeltaAdapter.TableMeta
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
-import org.apache.spark.sql.delta.DeltaColumnMapping
 import org.apache.spark.sql.types.{StructType, TimestampType}
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -24,7 +22,7 @@ private[deltareplay] case class TableSnapshot(
   def version: Long = segment.version
 
   /** The schema users see: the table schema without column-mapping metadata. */
-  lazy val schema: StructType = DeltaColumnMapping.dropColumnMappingMetadata(meta.schema)
+  lazy val schema: StructType = DeltaAdapter.dropColumnMappingMetadata(meta.schema)
   lazy val partitionColumns: Seq[String] = meta.partitionColumns
 }
 

@@ -1,0 +1,305 @@
+package io.deltareplay.internal
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.storage.StorageLevel
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * A stream's initial snapshot: the files of the snapshot index of the start version, in
+ * (modificationTime, path) order, numbered 0..size-1, the order and numbers of delta-spark's
+ * DeltaSource (so a checkpoint written by either source resumes on the other). Read off the index
+ * itself, with no second copy of the file list:
+ *
+ *   - index on the driver: its live rows are sorted by (modificationTime, path) once, as an array
+ *     of row positions (4 bytes a file);
+ *   - index on the executors: no total order is built. A micro-batch takes its files from a slice:
+ *     the next `sliceFiles` files after the previous slice's last key, found in one pass over the
+ *     persisted index (each task keeps its smallest keys above the bound, the driver merges). The
+ *     first micro-batch so waits for one pass, not for a sort of every file, and the driver holds
+ *     one slice. A jump to another place (a restart in the middle of the snapshot) numbers the
+ *     files once with a distributed range sort, as DeltaSource does.
+ *
+ * `path` orders as the replay key's path ([[TablePaths.key]]), as delta-spark's snapshot has it.
+ */
+private[deltareplay] final class StreamSnapshot(
+    spark: SparkSession,
+    index: TableIndex,
+    paths: TablePaths,
+    readPartitionSchema: StructType,
+    storageLevel: StorageLevel,
+    sliceFiles: Int
+) {
+  private val entry = index.entry
+
+  /** Files of the snapshot. */
+  val size: Long = index match {
+    case d: DriverIndex => d.size
+    case e: ExecutorIndex if e.persisted => e.size
+    case e: ExecutorIndex => e.frame.count()
+  }
+
+  private val keep = ScanPlanner.keeper(entry, readPartitionSchema)
+
+  /** How many files a reader asks [[range]] for at a time: never more than a slice. */
+  val readChunk: Long = index match {
+    case _: DriverIndex => 10000L
+    case _ => math.max(1L, math.min(10000L, sliceFiles.toLong))
+  }
+
+  // ---------------------------------------------------------------- index on the driver
+
+  /** Live positions of a driver index in snapshot order. */
+  private lazy val order: Array[Int] = index match {
+    case d: DriverIndex =>
+      val positions = mutable.ArrayBuilder.make[Int]
+      d.foreachLive((_, p) => positions += p)
+      val keys = positions.result().map { p =>
+        val r = d.row(p)
+        (r.getLong(entry.Ord.ModificationTime), pathKey(r), p)
+      }
+      java.util.Arrays.sort(keys, StreamSnapshot.KeyOrdering)
+      keys.map(_._3)
+    case _ => Array.empty
+  }
+
+  private def pathKey(r: InternalRow): UTF8String = {
+    val raw = r.getUTF8String(entry.Ord.Path)
+    val s = raw.toString
+    if (TablePaths.isPlainRelative(s)) raw.clone() else UTF8String.fromString(paths.key(s))
+  }
+
+  // ---------------------------------------------------------------- index on the executors
+
+  /** A slice: the files numbered `first` .. `first + files.length - 1`, with their keys. */
+  private final case class Slice(first: Long, files: Array[(Long, UTF8String, KeptFile)]) {
+    def end: Long = first + files.length
+    def bytes: Long = files.iterator.map(_._3.size).sum
+  }
+
+  /** The last slices read (a micro-batch may span two; its plan reads them again). */
+  private var slices: List[Slice] = Nil
+  private var bytesBeforeLast = 0L // bytes of the files numbered below the newest slice
+  private var numbered: Option[StreamSnapshot.Numbered] = None
+
+  /** The slice after the newest one (the first slice when there is none yet). */
+  private def nextSlice(e: ExecutorIndex): Option[Slice] = {
+    val newest = slices.headOption
+    val after = newest.flatMap(_.files.lastOption).map(f => (f._1, f._2))
+    val found = StreamSnapshot.smallest(e, paths, after, sliceFiles)
+    if (found.isEmpty) None
+    else {
+      val slice = Slice(newest.fold(0L)(_.end), found.map { case (t, p, row) => (t, p, keep(row)) })
+      bytesBeforeLast += newest.fold(0L)(_.bytes)
+      slices = (slice :: slices).take(3)
+      Some(slice)
+    }
+  }
+
+  /** The file numbered `i` from the slices, reading the next one when `i` is right after them. */
+  private def fromSlices(e: ExecutorIndex, i: Long): Option[KeptFile] =
+    slices.find(s => i >= s.first && i < s.end) match {
+      case Some(s) => Some(s.files((i - s.first).toInt)._3)
+      case None if i == slices.headOption.fold(0L)(_.end) =>
+        nextSlice(e).map(s => s.files((i - s.first).toInt)._3)
+      case None => None
+    }
+
+  // ---------------------------------------------------------------- reading
+
+  /** Files numbered in (fromExclusive, toInclusive], in order. */
+  def range(fromExclusive: Long, toInclusive: Long): Seq[(Long, KeptFile)] = synchronized {
+    val from = math.max(0L, fromExclusive + 1)
+    val to = math.min(size - 1, toInclusive)
+    if (from > to) return Nil
+    index match {
+      case d: DriverIndex =>
+        (from to to).map(i => i -> keep(d.row(order(i.toInt))))
+      case e: ExecutorIndex =>
+        val out = mutable.ArrayBuffer.empty[(Long, KeptFile)]
+        var i = from
+        var jumped = numbered.isDefined
+        while (i <= to && !jumped)
+          fromSlices(e, i) match {
+            case Some(f) =>
+              out += i -> f
+              i += 1
+            case None => jumped = true
+          }
+        // a jump (a restart in the middle): number every file once and read from that
+        if (i <= to) out ++= numberedRange(e, i - 1, to)
+        out.toSeq
+    }
+  }
+
+  private def numberedRange(
+      e: ExecutorIndex,
+      fromExclusive: Long,
+      to: Long
+  ): Seq[(Long, KeptFile)] = {
+    val n = numbered.getOrElse {
+      val built = StreamSnapshot.Numbered(spark, e, paths, storageLevel)
+      numbered = Some(built)
+      built
+    }
+    n.range(fromExclusive, to).map { case (i, row) => i -> keep(row) }
+  }
+
+  /** Files and bytes numbered above `after`. */
+  def remaining(after: Long): (Long, Long) = synchronized {
+    val files = math.max(0L, size - (after + 1))
+    val bytes = index match {
+      case d: DriverIndex =>
+        (math.max(0L, after + 1) until size).iterator
+          .map(i => d.row(order(i.toInt)).getLong(entry.Ord.Size))
+          .sum
+      case e: ExecutorIndex =>
+        val newest = slices.headOption
+        numbered match {
+          case Some(n) => n.bytesAfter(after)
+          case None if newest.exists(s => after + 1 >= s.first && after + 1 <= s.end) =>
+            val s = newest.get
+            totalBytes(e) - bytesBeforeLast -
+              s.files.take((after + 1 - s.first).toInt).iterator.map(_._3.size).sum
+          case None if after < 0 => totalBytes(e)
+          case None => -1L // not known without numbering every file
+        }
+    }
+    (files, bytes)
+  }
+
+  private var total: Option[Long] = None
+  private def totalBytes(e: ExecutorIndex): Long = total.getOrElse {
+    val t = e.frame.agg(org.apache.spark.sql.functions.sum(col("size"))).head().getLong(0)
+    total = Some(t)
+    t
+  }
+
+  def release(): Unit = synchronized(numbered.foreach(_.release()))
+
+  def description: String = index match {
+    case _: DriverIndex => s"$size files, ordered on the driver (${index.describe})"
+    case _ =>
+      s"$size files, read in slices of $sliceFiles (${index.describe})" +
+        numbered.fold("")(_ => ", numbered by a range sort after a jump")
+  }
+}
+
+private[deltareplay] object StreamSnapshot {
+
+  /** (modificationTime, path key, anything) in snapshot order. */
+  val KeyOrdering: java.util.Comparator[(Long, UTF8String, Int)] =
+    (a, b) => {
+      val c = java.lang.Long.compare(a._1, b._1)
+      if (c != 0) c else a._2.binaryCompare(b._2)
+    }
+
+  private def before(a: (Long, UTF8String), b: (Long, UTF8String)): Boolean = {
+    val c = java.lang.Long.compare(a._1, b._1)
+    c < 0 || (c == 0 && a._2.binaryCompare(b._2) < 0)
+  }
+
+  /**
+   * The `n` smallest files above `after` in snapshot order, found in one pass over an executor
+   * index: each task keeps its own `n` smallest (a bounded heap), the driver merges them.
+   */
+  def smallest(
+      e: ExecutorIndex,
+      paths: TablePaths,
+      after: Option[(Long, UTF8String)],
+      n: Int
+  ): Array[(Long, UTF8String, InternalRow)] = {
+    val entry = e.entry
+    val bound = after.map { case (t, p) => (t, p.toString) }
+    val perTask = e.frame.queryExecution.toRdd.mapPartitions { rows =>
+      val low = bound.map { case (t, p) => (t, UTF8String.fromString(p)) }
+      // a max-heap on the key: its head is the largest of the smallest seen so far
+      val heap = new java.util.PriorityQueue[(Long, UTF8String, InternalRow)](
+        n + 1,
+        (a: (Long, UTF8String, InternalRow), b: (Long, UTF8String, InternalRow)) =>
+          -KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
+      )
+      rows.foreach { r =>
+        val raw = r.getUTF8String(entry.Ord.Path).toString
+        val key = (
+          r.getLong(entry.Ord.ModificationTime),
+          UTF8String.fromString(if (TablePaths.isPlainRelative(raw)) raw else paths.key(raw))
+        )
+        if (low.forall(l => before(l, key))) {
+          val top = heap.peek()
+          if (heap.size < n || before(key, (top._1, top._2))) {
+            heap.add((key._1, key._2, r.copy()))
+            if (heap.size > n) heap.poll()
+          }
+        }
+      }
+      Iterator(heap.toArray(new Array[(Long, UTF8String, InternalRow)](0)))
+    }
+    val merged = perTask.collect().flatten
+    java.util.Arrays.sort(
+      merged,
+      (a: (Long, UTF8String, InternalRow), b: (Long, UTF8String, InternalRow)) =>
+        KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
+    )
+    merged.take(n)
+  }
+
+  /**
+   * Every file of an executor index numbered in snapshot order (range-partitioned and sorted by
+   * (modificationTime, path), numbered with `zipWithIndex`, persisted): for reads that jump.
+   */
+  final class Numbered(frame: org.apache.spark.sql.DataFrame, total: Long) {
+    def range(fromExclusive: Long, toInclusive: Long): Seq[(Long, InternalRow)] =
+      frame
+        .where(col(Numbered.Index) > fromExclusive && col(Numbered.Index) <= toInclusive)
+        .queryExecution
+        .toRdd
+        .map(r => (r.getLong(r.numFields - 1), r.copy()))
+        .collect()
+        .sortBy(_._1)
+        .toSeq
+
+    def bytesAfter(after: Long): Long =
+      frame
+        .where(col(Numbered.Index) > after)
+        .agg(org.apache.spark.sql.functions.sum(col("size")))
+        .head() match {
+        case r if r.isNullAt(0) => 0L
+        case r => r.getLong(0)
+      }
+
+    def release(): Unit = frame.unpersist(blocking = false)
+  }
+
+  object Numbered {
+    val Index = "_snapshotIndex"
+
+    def apply(
+        spark: SparkSession,
+        e: ExecutorIndex,
+        paths: TablePaths,
+        level: StorageLevel
+    ): Numbered = {
+      val entries = e.frame.select(e.entry.schema.fieldNames.map(col): _*)
+      val keyed = entries.withColumn("_pathKey", FileAction.keyUdf(paths)(col("path")))
+      val partitions = math.max(1, keyed.rdd.getNumPartitions)
+      val sorted = keyed
+        .repartitionByRange(partitions, col("modificationTime"), col("_pathKey"))
+        .sortWithinPartitions("modificationTime", "_pathKey")
+        .drop("_pathKey")
+      val rowSchema = sorted.schema // read here: a Dataset must not be touched in a task
+      val schema = rowSchema.add(Index, org.apache.spark.sql.types.LongType, nullable = false)
+      val rows = sorted.queryExecution.toRdd.zipWithIndex().map { case (r, i) =>
+        InternalRow.fromSeq(r.toSeq(rowSchema) :+ i): InternalRow
+      }
+      val frame = org.apache.spark.sql.deltareplay.SparkBridge
+        .internalDataFrame(spark, rows, schema)
+        .persist(level)
+      new Numbered(frame, frame.count())
+    }
+  }
+}

@@ -1,0 +1,49 @@
+package io.deltareplay.internal
+
+import io.deltareplay.{DeltaReplayException, DeltaReplayOptions => O}
+import io.deltareplay.test.SharedSparkSession
+import org.apache.spark.storage.StorageLevel
+import org.scalatest.funsuite.AnyFunSuite
+
+/** Settings: read option over session key over default; bad values name the key. */
+class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
+
+  private def withSession[T](key: String, value: String)(body: => T): T = {
+    spark.conf.set(O.SessionPrefix + key, value)
+    try body
+    finally spark.conf.unset(O.SessionPrefix + key)
+  }
+
+  test("defaults, then session keys, then read options (keys case-insensitive)") {
+    val defaults = ReadConf(spark, Map.empty)
+    assert(defaults.replayMode === ReplayMode.Auto && defaults.planningMode === PlanningMode.Auto)
+    assert(defaults.indexStorageLevel === StorageLevel.MEMORY_AND_DISK)
+    assert(defaults.stateCacheBudgetBytes === Runtime.getRuntime.maxMemory() / 10)
+    withSession(O.ReplayMode, "local") {
+      assert(ReadConf(spark, Map.empty).replayMode === ReplayMode.Local)
+      assert(
+        ReadConf(spark, Map("REPLAY.MODE" -> "Distributed")).replayMode === ReplayMode.Distributed
+      )
+    }
+    assert(
+      ReadConf(spark, Map("index.storagelevel" -> "disk_only")).indexStorageLevel ===
+        StorageLevel.DISK_ONLY
+    )
+    assert(ReadConf(spark, Map(O.SnapshotSliceFiles -> "12")).snapshotSliceFiles === 12)
+  }
+
+  test("a bad value fails naming the key, the value and what is expected") {
+    Seq(
+      O.ReplayMode -> "sometimes",
+      O.PlanningMode -> "cloud",
+      O.DataSkipping -> "yes",
+      O.DistributedThresholdBytes -> "16MB",
+      O.IndexStorageLevel -> "FAST",
+      O.SnapshotSliceFiles -> "0"
+    ).foreach { case (key, value) =>
+      val e = intercept[DeltaReplayException](ReadConf(spark, Map(key -> value)))
+      assert(e.getMessage.contains(O.SessionPrefix + key), e.getMessage)
+      assert(e.getMessage.toLowerCase.contains(value.toLowerCase), e.getMessage)
+    }
+  }
+}
