@@ -7,6 +7,7 @@ building the DataFrame until its executed plan and its scans' splits exist
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -188,6 +189,11 @@ def first_micro_batch(
         result = probe.stop(window)
         result["first_batch_s"] = result.pop("wall_s")
         result["rows"] = int(progress.get("numInputRows", 0))
+        try:  # ours: where the initial snapshot was read from
+            snapshot = json.loads(query.lastProgress.json)["sources"][0]["metrics"]["snapshot"]
+            result["snapshot"] = snapshot
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            pass
         return result
     finally:
         query.stop()

@@ -21,6 +21,7 @@ BATCH_READERS = (*OURS, "v1", "kernel-v2")
 READERS = (*BATCH_READERS, "delta-rs")
 STREAM_READERS = (
     "delta-replay",
+    "delta-replay-executors",
     "v1",
     "kernel-v2",
     "kernel-v2-raised",

@@ -94,4 +94,32 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
       }
     }
   }
+
+  test("the snapshot index on the executors, rolled forward by new commits, matches V1") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      writeTable(path)
+      io.deltareplay.internal.IndexCache.clear(spark)
+      withConf(
+        "spark.deltareplay.replay.mode" -> "auto",
+        "spark.deltareplay.planning.mode" -> "executors"
+      ) {
+        val query = (df: org.apache.spark.sql.DataFrame) => df.where("id > 5")
+        assert(sorted(query(ours(path))) === sorted(query(v1(path))))
+        spark.sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 0").collect() // DVs on DV files
+        spark
+          .range(1000, 1040)
+          .selectExpr("id", "cast(id % 4 as int) as g")
+          .write
+          .format("delta")
+          .mode("append")
+          .save(path)
+        val again = query(ours(path))
+        val m = deltaReplayScans(again).head.metrics
+        assert(m.replayMode.startsWith("incremental"), m)
+        assert(m.planning.startsWith("executors"), m)
+        assert(sorted(again) === sorted(query(v1(path))))
+      }
+    }
+  }
 }

@@ -204,4 +204,43 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
       assert(again.collect().map(_.getLong(0)).toSeq === Seq(142L))
     }
   }
+
+  test("a table recreated at the same path or replaced never reuses a stale index; sessions") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      IndexCache.clear(spark)
+      (0 until 3).foreach(i =>
+        spark.range(i * 10, i * 10 + 10).write.format("delta").mode("append").save(path)
+      )
+      assert(ours(path).count() === 30 && modeOf(path).startsWith("cached (v2)"))
+      // deleted and written again: a new table id, and a newer version than the cached one
+      org.apache.commons.io.FileUtils.deleteDirectory(new java.io.File(path))
+      DeltaLog.clearCache()
+      (0 until 4).foreach(i =>
+        spark.range(500 + i, 501 + i).write.format("delta").mode("append").save(path)
+      )
+      assert(modeOf(path) === "local", "another table id must not roll forward the old index")
+      assert(sorted(ours(path)) === sorted(v1(path)))
+      // replaced in place (overwrite with a new schema): rolled forward, the old files gone
+      spark
+        .range(0, 7)
+        .selectExpr("id", "'x' AS s")
+        .write
+        .format("delta")
+        .mode("overwrite")
+        .option("overwriteSchema", "true")
+        .save(path)
+      assert(sorted(ours(path)) === sorted(v1(path)))
+      assert(ours(path).count() === 7)
+      // two sessions: each query reads the newest version; a pinned read keeps its version
+      val other = spark.newSession()
+      def count(s: org.apache.spark.sql.SparkSession, opts: Map[String, String] = Map.empty) =
+        s.read.format("delta-replay").options(opts).load(path).count()
+      assert(count(other) === 7 && count(spark) === 7)
+      spark.range(7, 9).selectExpr("id", "'y' AS s").write.format("delta").mode("append").save(path)
+      assert(count(other) === 9 && count(spark) === 9)
+      assert(count(other, Map("versionAsOf" -> "4")) === 7)
+      assert(count(spark) === 9)
+    }
+  }
 }

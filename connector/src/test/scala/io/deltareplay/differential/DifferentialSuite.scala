@@ -37,7 +37,10 @@ class DifferentialSuite extends AnyFunSuite with DeltaOracle with Differential {
         case None => stats.queries < 500
       }
       while (more) {
-        val s = run(dir, seed, queries = 42, allModes = minutes.isDefined, streams = seed % 3 == 0)
+        val perTable =
+          if (minutes.isDefined) 42 else 100 // the short run: fewer tables, more queries each
+        val s =
+          run(dir, seed, queries = perTable, allModes = minutes.isDefined, streams = seed % 3 == 0)
         stats = stats + s
         s.differences.foreach(d => System.err.println(d.report + "\n"))
         if (stats.tables % 5 == 0) {
