@@ -115,6 +115,12 @@ def markdown(result: dict[str, Any]) -> str:
         )
     out.append("")
     out.append("## Cold-table planning (s): snapshot + file list + splits, local[2]")
+    if any("cold_selective" in r for r in rows):
+        out.append("")
+        out.append(
+            "(Where a reader also ran `cold_selective`, that query came first: its planning "
+            "figures are then the table's second read in the process.)"
+        )
     out.append("")
     spark_readers = [r for r in BATCH_READERS if any(x["reader"] == r for x in rows)]
     grid = _grid(rows, spark_readers, lambda r: cell(r, "plan", "planning_s"))

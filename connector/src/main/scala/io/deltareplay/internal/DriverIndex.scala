@@ -13,7 +13,8 @@ import org.apache.spark.sql.catalyst.expressions.XXH64
  * ([[EntryChunk]]s), no object per file. Immutable: a newer version is derived by
  * [[rolledForward]], which shares the chunks, marks the rows the new commits removed in its own
  * `removed` set and appends one chunk of their winning adds (statistics parsed only for those);
- * [[compacted]] rewrites it into one chunk when removed rows and small chunks pile up.
+ * [[compacted]] merges the small appended chunks, or rewrites every live row when removed rows pile
+ * up.
  *
  * Rows are addressed by a global position (chunk by chunk); each row's replay key is kept as a
  * 64-bit hash ([[KeyHash]]) so that the rows a commit removes are found without a scan (a hash
@@ -94,33 +95,48 @@ private[deltareplay] final class DriverIndex private (
     }
   }
 
-  /** Whether rewriting into one chunk pays: many removed rows or many chunks. */
-  def wantsCompaction: Boolean = chunks.size > 16 || removed.cardinality() > rows / 4
+  /** How many chunks at the end are small (what roll-forwards appended). */
+  private def smallTail: Int = {
+    val small = math.max(DriverIndex.ChunkRows / 16, rows / 64)
+    chunks.reverseIterator.takeWhile(_.numRows < small).size
+  }
 
-  /** The same live rows in one chunk. */
+  /** Whether compacting pays: many removed rows, or many small chunks appended. */
+  def wantsCompaction: Boolean = removed.cardinality() > rows / 4 || smallTail > 8
+
+  /**
+   * The same live rows in fewer chunks. With many removed rows every live row is rewritten;
+   * otherwise only the small chunks at the end are merged and the big ones stay shared, so a
+   * roll-forward never copies the whole index for a few commits' files. Rows are copied one chunk
+   * of [[DriverIndex.ChunkRows]] at a time.
+   */
   def compacted: DriverIndex = {
-    val live = mutable.ArrayBuffer.empty[InternalRow]
-    val hashes = mutable.ArrayBuilder.make[Long]
-    foreachLive { (r, p) =>
-      live += r.copy()
-      hashes += hashAt(p)
+    val keep = if (removed.cardinality() > rows / 4) 0 else chunks.size - smallTail
+    val base = starts(keep)
+    val live = Iterator.range(keep, chunks.size).flatMap { c =>
+      val chunk = chunks(c)
+      Iterator
+        .range(0, chunk.numRows)
+        .filterNot(i => removed.get(starts(c) + i))
+        .map(i => (chunk.batch.getRow(i).copy(), chunk.keyHashes(i)))
     }
-    DriverIndex(
+    val fresh = live
+      .grouped(DriverIndex.ChunkRows)
+      .map(g => EntryChunk(entry, g.map(_._1).toIndexedSeq, g.map(_._2).toArray))
+      .toVector
+    val freshStarts = fresh.scanLeft(base)(_ + _.numRows)
+    new DriverIndex(
       entry,
       paths,
       tableId,
       version,
       withStats,
-      Vector(EntryChunk(entry, live.toIndexedSeq, hashes.result()))
+      chunks.take(keep) ++ fresh,
+      removed.get(0, base),
+      lookups.take(keep) ++ fresh.zip(freshStarts).map { case (c, at) =>
+        new KeyLookup(c.keyHashes, at)
+      }
     )
-  }
-
-  private def hashAt(position: Int): Long = {
-    val c = java.util.Arrays.binarySearch(starts, position) match {
-      case i if i >= 0 => i
-      case i => -i - 2
-    }
-    chunks(c).keyHashes(position - starts(c))
   }
 
   /** The replay key of the row at `position`. */
