@@ -105,6 +105,51 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("log reads never skip a log file under ignoreCorruptFiles / ignoreMissingFiles") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 3)
+      LogFixtures.truncate(LogFixtures.commitFile(path, 2), 0.6)
+      withConf(
+        "spark.sql.files.ignoreCorruptFiles" -> "true",
+        "spark.sql.files.ignoreMissingFiles" -> "true"
+      ) {
+        // every mode fails on the truncated commit instead of answering from versions 0-1
+        val msg = error(path)
+        assert(msg.contains("corrupt") || msg.contains("00000000000000000002.json"), msg)
+        assert(LogFixtures.commitFile(path, 1).delete())
+        assert(error(path).contains("no commit file for version 1"))
+      }
+    }
+  }
+
+  test("a table whose commits a commit coordinator owns is refused by type, naming it") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 1)
+      val meta = LogFixtures
+        .readLines(LogFixtures.commitFile(path, 0))
+        .find(_.startsWith("{\"metaData\""))
+        .get
+      val key = "\"delta.coordinatedCommits.commitCoordinator-preview\":\"in-memory\""
+      val coordinated =
+        if (meta.contains("\"configuration\":{}"))
+          meta.replace("\"configuration\":{}", s"\"configuration\":{$key}")
+        else meta.replace("\"configuration\":{", s"\"configuration\":{$key,")
+      assert(coordinated != meta)
+      LogFixtures.writeCommit(path, 1, Seq(LogFixtures.commitInfo, coordinated))
+      replayModes.foreach { mode =>
+        withReplayMode(mode) {
+          val e = intercept[DeltaReplayException.UnsupportedTable](ours(path).collect())
+          assert(e.getMessage.contains("commit coordinator (in-memory)"), e.getMessage)
+          assert(e.getMessage.contains(path), e.getMessage)
+        }
+      }
+      // the version before the coordinator was set is still ours to read
+      assert(ours(path, Map("versionAsOf" -> "0")).count() === 10)
+    }
+  }
+
   test("an unknown reader feature is named") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

@@ -109,14 +109,12 @@ private[deltareplay] final case class ReadPolicy(
     val isDefault = conf.scratchDir == io.deltareplay.DeltaReplayOptions.Defaults(
       io.deltareplay.DeltaReplayOptions.PlanningScratchDir
     )
-    val master = spark.sparkContext.master
-    val localMaster = master.startsWith("local")
-    def onLocalDisk = {
+    def scheme = {
       val p = new org.apache.hadoop.fs.Path(conf.scratchDir)
       val fs = p.getFileSystem(spark.sessionState.newHadoopConf())
-      fs.makeQualified(p).toUri.getScheme == "file"
+      fs.makeQualified(p).toUri.getScheme
     }
-    !isDefault || localMaster || !onLocalDisk
+    ReadPolicy.scratchReachable(spark.sparkContext.master, userSet = !isDefault, scheme)
   }
 
   /**
@@ -160,4 +158,15 @@ private[deltareplay] final case class ReadPolicy(
   /** The planning of a scan, over the index ([[index]], or one the scan builder already has). */
   def planner(needStats: Boolean, replayedBefore: Option[ReplayResult]): ScanPlanning =
     new ScanPlanning(this, () => replayedBefore.getOrElse(index(needStats)))
+}
+
+private[deltareplay] object ReadPolicy {
+
+  /**
+   * Whether every executor can reach a scratch directory: one the user set is trusted; the default
+   * is refused when it is on a `file:` system and the master runs executors on other hosts (any
+   * master but `local`, `local[...]` and `local-cluster[...]`, whose executors share this disk).
+   */
+  def scratchReachable(master: String, userSet: Boolean, scheme: => String): Boolean =
+    userSet || master.startsWith("local") || scheme != "file"
 }

@@ -46,4 +46,17 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
       assert(e.getMessage.toLowerCase.contains(value.toLowerCase), e.getMessage)
     }
   }
+
+  test("executor planning's default scratch directory must be reachable from every executor") {
+    def reachable(master: String, userSet: Boolean, scheme: String) =
+      ReadPolicy.scratchReachable(master, userSet, scheme)
+    // the default on a local disk: fine while executors share this machine
+    assert(reachable("local[2]", userSet = false, "file"))
+    assert(reachable("local-cluster[2,1,1024]", userSet = false, "file"))
+    // refused on a cluster, unless the default file system is shared or the user chose the dir
+    assert(!reachable("spark://host:7077", userSet = false, "file"))
+    assert(!reachable("yarn", userSet = false, "file"))
+    assert(reachable("yarn", userSet = false, "hdfs"))
+    assert(reachable("k8s://https://api:443", userSet = true, "file"))
+  }
 }
