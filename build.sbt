@@ -61,6 +61,12 @@ lazy val connector = (project in file("connector"))
         found.getOrElse(venv / "python3.11" / "site-packages" / "pyspark")
       }
     },
+    // The version the jar reports (DeltaReplay.version, SQL delta_replay_version()).
+    Compile / resourceGenerators += Def.task {
+      val out = (Compile / resourceManaged).value / "io" / "deltareplay" / "version.properties"
+      IO.write(out, s"version=${version.value}\n")
+      Seq(out)
+    }.taskValue,
     Test / fork := true,
     Test / parallelExecution := false,
     Test / testForkedParallel := false,

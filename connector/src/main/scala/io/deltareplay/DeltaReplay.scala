@@ -23,17 +23,28 @@ object DeltaReplay {
    * query (replay and file skipping run; no data is read).
    */
   def scanMetricsJson(df: Dataset[_]): String =
-    scans(df.queryExecution.executedPlan).mkString("[", ",", "]")
+    scanMetrics(df.queryExecution.executedPlan).mkString("[", ",", "]")
 
-  private def scans(plan: SparkPlan): Seq[String] = plan match {
-    case a: AdaptiveSparkPlanExec => scans(a.executedPlan)
-    case q: QueryStageExec => scans(q.plan)
+  /** The connector's version (the jar's, e.g. `0.1.0`). */
+  lazy val version: String = {
+    val in = getClass.getResourceAsStream("/io/deltareplay/version.properties")
+    val props = new java.util.Properties()
+    if (in != null)
+      try props.load(in)
+      finally in.close()
+    props.getProperty("version", "unknown")
+  }
+
+  /** The metrics JSON of each delta-replay scan in a physical plan, in plan order. */
+  private[deltareplay] def scanMetrics(plan: SparkPlan): Seq[String] = plan match {
+    case a: AdaptiveSparkPlanExec => scanMetrics(a.executedPlan)
+    case q: QueryStageExec => scanMetrics(q.plan)
     case b: BatchScanExec =>
       b.scan match {
         case s: DeltaReplayScan => Seq(s.metrics.toJson)
         case s: StatsAggregateScan => Seq(s.metricsJson)
         case _ => Nil
       }
-    case other => other.children.flatMap(scans) ++ other.subqueries.flatMap(scans)
+    case other => other.children.flatMap(scanMetrics) ++ other.subqueries.flatMap(scanMetrics)
   }
 }

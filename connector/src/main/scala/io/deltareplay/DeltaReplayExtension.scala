@@ -1,6 +1,11 @@
 package io.deltareplay
 
-import io.deltareplay.internal.{RouteDeltaReads, RouteDeltaStreams, TagDeltaReadOptions}
+import io.deltareplay.internal.{
+  RouteDeltaReads,
+  RouteDeltaStreams,
+  SqlFunctions,
+  TagDeltaReadOptions
+}
 import org.apache.spark.sql.SparkSessionExtensions
 
 /**
@@ -15,11 +20,16 @@ import org.apache.spark.sql.SparkSessionExtensions
  * their target from the analyzed plan, and delta-spark's own scans inside MERGE, UPDATE, DELETE and
  * OPTIMIZE stay with delta-spark. Turn routing off with `spark.deltareplay.enabled=false`, or for
  * one read with option `deltareplay.route=false`.
+ *
+ * It also registers `delta_replay_version()` and `delta_replay_scan_metrics(TABLE(query))`, which
+ * answer any client, a Spark Connect client included (see `internal.SqlFunctions`).
  */
 class DeltaReplayExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectHintResolutionRule(spark => TagDeltaReadOptions(spark))
     extensions.injectPlanNormalizationRule(spark => RouteDeltaReads(spark))
     extensions.injectPostHocResolutionRule(spark => RouteDeltaStreams(spark))
+    extensions.injectFunction(SqlFunctions.version)
+    extensions.injectTableFunction(SqlFunctions.scanMetrics)
   }
 }

@@ -104,6 +104,9 @@ private[deltareplay] object Errors {
   def badOption(key: String, value: String, expected: String): DeltaReplayException =
     bad(s"Invalid value '$value' for $key: expected $expected.")
 
+  def badFunctionCall(name: String, what: String): DeltaReplayException =
+    bad(s"$name $what. See DESCRIBE FUNCTION EXTENDED $name.")
+
   def missingDataFile(table: String, version: Long, file: String): DeltaReplayException =
     missing(
       s"Data file $file of $table (version $version) does not exist. It was probably removed " +
