@@ -9,23 +9,30 @@ import org.scalatest.funsuite.AnyFunSuite
 /** The distributed initial snapshot on local-cluster (executors in their own JVMs). */
 class StreamingClusterSuite extends AnyFunSuite with LocalClusterSparkSession with DeltaOracle {
 
+  /**
+   * `n` appends of `rows` ids each (commit i holds ids [i * rows, (i + 1) * rows)), checkpoint
+   * every 4.
+   */
+  private def commits(path: String, n: Int, rows: Int, files: Int): Unit =
+    (0 until n).foreach { i =>
+      spark
+        .range(i * rows, (i + 1) * rows)
+        .selectExpr("id", "cast(id % 4 as int) as g")
+        .repartition(files)
+        .write
+        .format("delta")
+        .mode("append")
+        .option("delta.checkpointInterval", "4")
+        .save(path)
+    }
+
   test(
     "an initial snapshot on the executors read in slices, then commits, matches the table; " +
       "readStream.table routes too"
   ) {
     withTempDir { dir =>
       val path = new File(dir, "t").getAbsolutePath
-      (0 until 6).foreach { i =>
-        spark
-          .range(i * 50, (i + 1) * 50)
-          .selectExpr("id", "cast(id % 4 as int) as g")
-          .repartition(2)
-          .write
-          .format("delta")
-          .mode("append")
-          .option("delta.checkpointInterval", "4")
-          .save(path)
-      }
+      commits(path, 6, rows = 50, files = 2)
       val sink = new File(dir, "sink").getAbsolutePath
       withConf("spark.deltareplay.streaming.snapshotSliceFiles" -> "4")(
         withReplayMode("executors") {
@@ -57,16 +64,7 @@ class StreamingClusterSuite extends AnyFunSuite with LocalClusterSparkSession wi
   ) {
     withTempDir { dir =>
       val path = new File(dir, "t").getAbsolutePath
-      (0 until 5).foreach { i =>
-        spark
-          .range(i * 40, (i + 1) * 40)
-          .selectExpr("id", "cast(id % 4 as int) as g")
-          .repartition(3)
-          .write
-          .format("delta")
-          .mode("append")
-          .save(path)
-      }
+      commits(path, 5, rows = 40, files = 3)
       // A batch dies in a task on an executor while it reads one chosen id: the batch's offsets
       // are in the offset log, its data not in the sink; the restart re-plans that batch from the
       // offsets alone. The ids come from later and later commits, so each run dies once.
