@@ -1,0 +1,193 @@
+package io.deltareplay.internal
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.storage.StorageLevel
+
+/**
+ * What a stream reads next: walks the initial snapshot and then the commits, applying the
+ * change-commit rules, in offset order.
+ */
+private[deltareplay] class StreamPlanner(
+    spark: SparkSession,
+    start: TableSnapshot,
+    options: StreamOptions,
+    conf: ReadConf,
+    storageLevel: StorageLevel
+) {
+  private val meta = start.meta
+  private val tableId = meta.tableId
+  private val hadoopConf = spark.sessionState.newHadoopConf()
+  private val partitionColumns = meta.partitionColumns.toSet
+  val dataSchema: StructType = StructType(start.schema.filterNot(f => partitionColumns(f.name)))
+  val partitionSchema: StructType = StructType(start.schema.filter(f => partitionColumns(f.name)))
+
+  @volatile private var snapshot: Option[(Long, StreamSnapshot, Option[TableIndex])] = None
+  private lazy val entry = FileEntry(meta, spark.sessionState.conf.sessionLocalTimeZone)
+  private lazy val keep = ScanPlanner.keeper(entry, partitionSchema)
+  private lazy val toEntry = entry.projector()
+  @volatile private var listing: LogSegment.Listing = LogSegment.list(start.tablePath, hadoopConf)
+
+  def latestVersion(): Long = {
+    listing = LogSegment.list(start.tablePath, hadoopConf)
+    listing.latestVersion
+  }
+
+  /** An item of the stream: a file with its offset, or the end of a version. */
+  private sealed trait Item { def offset: StreamOffset }
+  private case class FileItem(offset: StreamOffset, file: KeptFile) extends Item
+  private case class VersionEnd(offset: StreamOffset) extends Item
+
+  /** Admits files after `from` up to the limits; returns the end offset and the files admitted. */
+  def admit(
+      from: StreamOffset,
+      bound: Long,
+      maxFiles: Long,
+      maxBytes: Long
+  ): (StreamOffset, Long) = {
+    var end = from
+    var files = 0L
+    var bytes = 0L
+    val taken = Vector.newBuilder[KeptFile]
+    val it = items(from, bound)
+    var stop = false
+    while (!stop && it.hasNext)
+      it.next() match {
+        case VersionEnd(o) => end = o
+        case FileItem(o, f) =>
+          // As DeltaSource: a file is admitted while there is capacity before taking it, so the
+          // file that crosses the byte limit is admitted, and at least one file always is.
+          if (files >= maxFiles || bytes >= maxBytes) stop = true
+          else {
+            files += 1
+            bytes += f.size
+            end = o
+            taken += f
+          }
+      }
+    lastAdmitted = Some((from, end, taken.result()))
+    (end, files)
+  }
+
+  /**
+   * The files of the batch last admitted, kept for its planning (which follows at once): the
+   * snapshot is not walked twice, and a batch bigger than the slices an executor index keeps needs
+   * no numbering of every file.
+   */
+  @volatile private var lastAdmitted: Option[(StreamOffset, StreamOffset, Vector[KeptFile])] = None
+
+  /** The files in (start, end]. */
+  def filesBetween(from: StreamOffset, end: StreamOffset): Seq[KeptFile] = lastAdmitted match {
+    case Some((f, e, files)) if f == from && e == end => files
+    case _ =>
+      // An end at the base of version v means "all of v-1 read": v itself may not exist yet.
+      val bound =
+        if (!end.initialSnapshot && end.index == StreamOffset.Base) end.version - 1
+        else end.version
+      items(from, bound).takeWhile(_.offset <= end).collect { case FileItem(_, f) => f }.toSeq
+  }
+
+  private def items(from: StreamOffset, bound: Long): Iterator[Item] = {
+    val commitsFrom = if (from.initialSnapshot) from.version + 1 else from.version
+    val snapshotItems =
+      if (!from.initialSnapshot) Iterator.empty
+      else {
+        val index = snapshotAt(from.version)
+        val batch = index.readChunk
+        Iterator
+          .iterate(from.index)(_ + batch)
+          .takeWhile(_ < index.size - 1)
+          .flatMap(lo => index.range(lo, lo + batch))
+          .map { case (i, f) => FileItem(StreamOffset(tableId, from.version, i, true), f): Item } ++
+          Iterator.single(
+            VersionEnd(StreamOffset(tableId, from.version + 1, StreamOffset.Base, false))
+          )
+      }
+    val commitItems = Iterator.range(commitsFrom, bound + 1).flatMap { v =>
+      val after = if (!from.initialSnapshot && v == from.version) from.index else StreamOffset.Base
+      commit(v).iterator.filter(_.offset.index > after) ++
+        Iterator.single(VersionEnd(StreamOffset(tableId, v + 1, StreamOffset.Base, false)))
+    }
+    snapshotItems ++ commitItems
+  }
+
+  /** The items of one commit after the change-commit rules. */
+  private def commit(version: Long): Seq[Item] = {
+    val status = listing.commits.getOrElse(
+      version, {
+        listing = LogSegment.list(start.tablePath, hadoopConf)
+        listing.commits.getOrElse(version, throw Errors.streamLogGone(start.table, version))
+      }
+    )
+    val segment = start.segment.onlyCommits(Seq(status), version)
+    val reader = new LogReader(spark, segment)
+    reader.commitProtocolAndMetadata().foreach {
+      case Right(m) =>
+        import DeltaAdapter.StreamSchemaChange._
+        DeltaAdapter.streamSchemaChange(spark, meta, meta.withMetadata(m), start.schema) match {
+          case Compatible => ()
+          case Retryable => throw Errors.schemaChangedInStream(start.table, version)
+          case NonRetryable => throw Errors.incompatibleSchemaChangeInStream(start.table, version)
+        }
+      case Left(p) =>
+        DeltaAdapter.checkReadable(start.table, meta.withProtocol(p))
+    }
+    val actions = reader.commitActions(needStats = false).toSeq
+    val adds = actions.filter(a => a.isAdd && a.dataChange)
+    val changes = actions.exists(a => !a.isAdd && a.dataChange)
+    val emitted =
+      if (!changes) adds
+      else if (options.skipChangeCommits) Nil
+      else if (options.ignoreChanges) adds
+      else if (options.ignoreDeletes && adds.isEmpty) Nil
+      else throw Errors.dataChangeInSource(start.table, version)
+    emitted.zipWithIndex.map { case (a, i) =>
+      FileItem(StreamOffset(tableId, version, i.toLong, false), keep(toEntry(a.toLiveFile())))
+    }
+  }
+
+  /**
+   * The initial snapshot at `version`, read off the snapshot index of that version: the session's
+   * cached one when it serves, else one built for the stream (kept persisted on the executors while
+   * the stream reads its snapshot, released after).
+   */
+  private def snapshotAt(version: Long): StreamSnapshot = synchronized {
+    snapshot match {
+      case Some((v, s, _)) if v == version => s
+      case _ =>
+        releaseSnapshot()
+        val at =
+          if (version == start.version) start
+          else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None)
+        val policy = ReadPolicy(spark, at, conf)
+        val index = policy.index(needStats = false, keepPersisted = Some(storageLevel)).index
+        val owned =
+          if (IndexCache.holds(spark, at.segment.paths.root, index)) None else Some(index)
+        val s = new StreamSnapshot(
+          spark,
+          index,
+          at.segment.paths,
+          partitionSchema,
+          storageLevel,
+          conf.snapshotSliceFiles
+        )
+        snapshot = Some((version, s, owned))
+        s
+    }
+  }
+
+  /** Files and bytes of the snapshot still to read after `consumed`. */
+  def snapshotBacklog(consumed: StreamOffset): Option[(Long, Long)] = snapshot.collect {
+    case (v, s, _) if v == consumed.version => s.remaining(consumed.index)
+  }
+
+  def snapshotDescription: String = snapshot.map(_._2.description).getOrElse("none")
+
+  def releaseSnapshot(): Unit = synchronized {
+    snapshot.foreach { case (_, s, owned) =>
+      s.release()
+      owned.foreach(_.release())
+    }
+    snapshot = None
+  }
+}
