@@ -21,6 +21,8 @@ class SqlFunctionsSuite extends AnyFunSuite with DeltaOracle {
     val v = spark.sql("SELECT delta_replay_version()").head().getString(0)
     assert(v === DeltaReplay.version)
     assert(v.matches("""\d+\.\d+\.\d+.*"""), v)
+    val described = spark.sql("DESCRIBE FUNCTION delta_replay_version").collect().mkString("\n")
+    assert(described.contains("The version of the delta-replay connector"), described)
     val e = intercept[Exception](spark.sql("SELECT delta_replay_version(1)").collect())
     assert(causeMessages(e).contains("delta_replay_version takes no argument"), causeMessages(e))
   }

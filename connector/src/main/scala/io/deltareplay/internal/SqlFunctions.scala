@@ -37,9 +37,7 @@ private[deltareplay] object SqlFunctions {
 
   val version: (FunctionIdentifier, ExpressionInfo, Builder) = (
     FunctionIdentifier(VersionName),
-    new ExpressionInfo(
-      getClass.getName,
-      null,
+    info(
       VersionName,
       "_FUNC_() - The version of the delta-replay connector loaded in this session.",
       "\n    Examples:\n      > SELECT _FUNC_();\n"
@@ -52,9 +50,7 @@ private[deltareplay] object SqlFunctions {
 
   val scanMetrics: (FunctionIdentifier, ExpressionInfo, TableBuilder) = (
     FunctionIdentifier(ScanMetricsName),
-    new ExpressionInfo(
-      getClass.getName,
-      null,
+    info(
       ScanMetricsName,
       "_FUNC_(TABLE(query)) - Plans the query (log replay and file skipping run, no data is read) " +
         "and returns one row per delta-replay scan in it: scan (its position in the plan) and " +
@@ -80,6 +76,21 @@ private[deltareplay] object SqlFunctions {
       )
     }
   )
+
+  private def info(name: String, usage: String, examples: String): ExpressionInfo =
+    new ExpressionInfo(
+      getClass.getName,
+      null,
+      name,
+      usage,
+      "",
+      examples,
+      "",
+      "misc_funcs",
+      "",
+      "",
+      "built-in"
+    )
 
   private def usage(name: String, what: String): DeltaReplayException =
     Errors.badFunctionCall(name, what)
