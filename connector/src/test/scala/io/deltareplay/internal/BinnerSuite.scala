@@ -140,7 +140,10 @@ class BinnerSuite extends AnyFunSuite with SharedSparkSession {
     val entry = FileEntry(meta, "UTC")
     Seq(4096L -> 512L, 10000L -> 0L, 1000L -> 4000L).foreach { case (maxSplit, openCost) =>
       withTempDir { dir =>
-        val files = sizes(r, maxSplit).zipWithIndex.map { case (s, i) =>
+        // many splits below maxSplit (bins of several), some tiny (skipped), some of many splits
+        val generated = Seq.fill(30 + r.nextInt(30))(1L + r.nextInt(maxSplit.toInt)) ++
+          Seq.fill(3)(maxSplit * (1 + r.nextInt(3)) + r.nextInt(50))
+        val files = generated.zipWithIndex.map { case (s, i) =>
           LiveFile(name(i), Map.empty, s, i.toLong, null, None)
         }
         // a skipping filter over the entries: files of at most 40 bytes are dropped
