@@ -49,7 +49,15 @@ lazy val connector = (project in file("connector"))
         .excludeAll(ExclusionRule("org.apache.spark")),
       "org.scalatest" %% "scalatest" % scalatestVersion % Test
     ),
-    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17"),
+    scalacOptions ++= Seq(
+      "-deprecation",
+      "-feature",
+      "-unchecked",
+      "-release",
+      "17",
+      // dead code: unused imports, private members, locals, implicits and @nowarn annotations
+      "-Wunused:imports,privates,locals,implicits,nowarn"
+    ),
     javacOptions ++= Seq("--release", "17"),
     sparkHome := {
       val fromEnv = sys.env.get("SPARK_HOME").map(file)

@@ -34,7 +34,6 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
   private val planner = new StreamPlanner(spark, start, options, conf, storageLevel)
   @volatile private var availableNowBound: Option[Long] = None
   @volatile private var lastAdmittedFiles = 0L
-  @volatile private var lastEnd: Option[StreamOffset] = None
 
   override def initialOffset(): OffsetV2 = {
     val id = start.meta.tableId
@@ -85,7 +84,6 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
     val bound = availableNowBound.getOrElse(planner.latestVersion())
     val (end, admitted) = planner.admit(from, bound, maxFiles, maxBytes)
     lastAdmittedFiles = admitted
-    lastEnd = Some(end)
     end
   }
 
