@@ -23,13 +23,13 @@ import org.scalatest.funsuite.AnyFunSuite
  * the driver) and the Spark job's (entries built by `columnsFromLiveFile` in tasks) keep the same
  * files.
  *
- * Seeded: `-Ddeltareplay.test.seed=N` replays a run, `-Ddeltareplay.test.skippingTables=N` runs
- * more tables; a failure prints the seed, the table and the predicate.
+ * Seeded: `DELTAREPLAY_TEST_SEED=N build/sbt ...` replays a run, `DELTAREPLAY_TEST_TABLES=N` runs
+ * more tables (build.sbt passes them on); a failure prints the seed, the table and the predicate.
  */
 class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with PredicateHelper {
 
   private val seed = sys.props.get("deltareplay.test.seed").map(_.toLong).getOrElse(20261125L)
-  private val tables = sys.props.get("deltareplay.test.skippingTables").map(_.toInt).getOrElse(2)
+  private val tables = sys.props.get("deltareplay.test.tables").map(_.toInt).getOrElse(2)
   private val predicatesPerTable = 64
 
   private val schema = new StructType()
