@@ -49,7 +49,15 @@ lazy val connector = (project in file("connector"))
         .excludeAll(ExclusionRule("org.apache.spark")),
       "org.scalatest" %% "scalatest" % scalatestVersion % Test
     ),
-    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17"),
+    scalacOptions ++= Seq(
+      "-deprecation",
+      "-feature",
+      "-unchecked",
+      "-release",
+      "17",
+      // dead code: unused imports, private members, locals, implicits and @nowarn annotations
+      "-Wunused:imports,privates,locals,implicits,nowarn"
+    ),
     javacOptions ++= Seq("--release", "17"),
     sparkHome := {
       val fromEnv = sys.env.get("SPARK_HOME").map(file)
@@ -87,6 +95,12 @@ lazy val connector = (project in file("connector"))
       s"-Dderby.system.home=${(target.value / "derby").getAbsolutePath}",
       s"-Dlog4j2.configurationFile=${(Test / resourceDirectory).value / "log4j2-test.properties"}"
     ),
+    // Seeded property suites (DataSkippingSuite, BinnerSuite): DELTAREPLAY_TEST_SEED=N replays a
+    // printed seed, DELTAREPLAY_TEST_TABLES=N widens DataSkippingSuite's run.
+    Test / javaOptions ++= sys.env.toSeq.collect {
+      case (k, v) if k.startsWith("DELTAREPLAY_TEST_") =>
+        s"-Ddeltareplay.test.${k.stripPrefix("DELTAREPLAY_TEST_").toLowerCase}=$v"
+    },
     // Executors of local-cluster suites run in other JVMs launched from SPARK_HOME;
     // they get our classes, the test classes and the non-Spark jars (delta, scalatest).
     Test / javaOptions += {

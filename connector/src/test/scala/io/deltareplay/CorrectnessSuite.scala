@@ -3,7 +3,7 @@ package io.deltareplay
 import java.io.File
 
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
-import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.delta.DeltaLog
 import org.apache.spark.sql.functions.{col, input_file_name}
 import org.scalatest.funsuite.AnyFunSuite

@@ -93,16 +93,24 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       while (Option(q.lastProgress).forall(_.batchId < 2) && System.currentTimeMillis() < deadline)
         Thread.sleep(50)
       q.stop() // may interrupt a running batch
+      // killed mid-stream: after its third batch, before the last
+      assert(Option(q.lastProgress).exists(_.batchId >= 2), s"stopped too early: ${q.lastProgress}")
+      val beforeKill = spark.read.format("delta").load(sink).count()
+      assert(beforeKill > 0 && beforeKill < 800, s"$beforeKill rows in the sink at the kill")
       appendCommit(path, 5000, 5100)
       // Restart after every batch: one batch per run until the source is drained.
-      (0 until 3).foreach { _ =>
+      val afterRuns = (0 until 3).map { _ =>
         val once = source(path, delta = false, Map("maxFilesPerTrigger" -> "4")).writeStream
           .format("delta")
           .option("checkpointLocation", ckpt)
           .trigger(Trigger.Once())
           .start(sink)
         once.awaitTermination()
+        spark.read.format("delta").load(sink).count()
       }
+      // the restarts go on where the stream stopped (the first may only redo the killed batch)
+      assert(afterRuns.last > beforeKill, s"$beforeKill rows before the restarts, then $afterRuns")
+      assert(afterRuns === afterRuns.sorted, afterRuns)
       val rest = start(Trigger.AvailableNow())
       rest.awaitTermination()
       assert(sinkRows(sink) === sorted(v1(path)))

@@ -7,13 +7,10 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => OffsetV2}
-import org.apache.spark.sql.types.TimestampType
 import org.apache.spark.storage.StorageLevel
-import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The streaming source: first the files live at the start version (the initial snapshot, see
@@ -36,7 +33,6 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
   private val planner = new StreamPlanner(spark, start, options, conf, storageLevel)
   @volatile private var availableNowBound: Option[Long] = None
   @volatile private var lastAdmittedFiles = 0L
-  @volatile private var lastEnd: Option[StreamOffset] = None
 
   override def initialOffset(): OffsetV2 = {
     val id = start.meta.tableId
@@ -47,11 +43,10 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
         options.startingTimestamp match {
           case Some(ts) =>
             val tz = spark.sessionState.conf.sessionLocalTimeZone
-            val micros = Cast(Literal(UTF8String.fromString(ts)), TimestampType, Some(tz)).eval()
-            if (micros == null) {
-              throw Errors.badOption(StreamOptions.StartingTimestamp, ts, "a timestamp")
+            val micros = StreamOptions.timestampMicros(ts, tz).getOrElse {
+              throw Errors.badOption(StreamOptions.StartingTimestamp, ts, "a timestamp or date")
             }
-            val time = new Timestamp(micros.asInstanceOf[Long] / 1000)
+            val time = new Timestamp(micros / 1000)
             val v = DeltaAdapter.firstVersionAtOrAfter(spark, start.tablePath, time)
             StreamOffset(id, v, StreamOffset.Base, false)
           case None => StreamOffset(id, start.version, StreamOffset.Base, true)
@@ -88,7 +83,6 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
     val bound = availableNowBound.getOrElse(planner.latestVersion())
     val (end, admitted) = planner.admit(from, bound, maxFiles, maxBytes)
     lastAdmittedFiles = admitted
-    lastEnd = Some(end)
     end
   }
 

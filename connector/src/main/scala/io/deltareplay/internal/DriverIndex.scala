@@ -149,7 +149,7 @@ private[deltareplay] final class DriverIndex private (
   }
 
   private def copy(
-      version: Long = version,
+      version: Long,
       chunks: Vector[EntryChunk] = chunks,
       removed: BitSet = removed,
       lookups: Vector[KeyLookup] = lookups

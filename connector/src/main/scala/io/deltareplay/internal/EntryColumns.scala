@@ -212,7 +212,7 @@ private[deltareplay] object ColumnData {
       override def hasNull: Boolean = true
       override def numNulls: Int = Int.MaxValue
       override def getChild(i: Int): ColumnVector =
-        AllNull(dataType.asInstanceOf[StructType](i).dataType).vector
+        AllNull(AllNull.this.dataType.asInstanceOf[StructType](i).dataType).vector
     }
     def bytes: Long = 16
   }

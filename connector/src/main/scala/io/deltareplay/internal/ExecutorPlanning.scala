@@ -1,32 +1,7 @@
 package io.deltareplay.internal
 
-import java.util.UUID
-
-import scala.util.control.NonFatal
-
-import org.apache.hadoop.fs.{FileSystem, Path}
-import org.apache.hadoop.mapreduce.{Job, JobID, TaskAttemptID, TaskID, TaskType}
-import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl
-import org.apache.spark.TaskContext
-import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow}
-import org.apache.spark.sql.catalyst.util.MapData
 import org.apache.spark.sql.connector.read.InputPartition
-import org.apache.spark.sql.execution.datasources.{
-  OutputWriter,
-  OutputWriterFactory,
-  PartitionedFile
-}
-import org.apache.spark.broadcast.Broadcast
-import org.apache.spark.sql.execution.datasources.parquet.{ParquetOptions, ParquetUtils}
-import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
-import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.util.SerializableConfiguration
-import org.apache.spark.sql.sources
-import org.apache.spark.sql.types._
-import org.apache.spark.util.LongAccumulator
 
 /**
  * One input partition of executor-side planning: bin `bin` of one manifest file. The driver holds

@@ -6,7 +6,7 @@ import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.InputPartition
-import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.{FilePartition, PartitionedFile}
 import org.apache.spark.sql.types.StructType
 
 /** The files left after pruning and skipping, split for reading. */
@@ -97,10 +97,10 @@ private[deltareplay] object ScanPlanner {
   ): Array[DeltaInputPartition] = {
     val paths = snapshot.segment.paths
     val conf = spark.sessionState.conf
-    val totalBytes = files.iterator.map(_.size + conf.filesOpenCostInBytes).sum
-    val bytesPerCore = totalBytes / math.max(1, spark.sparkContext.defaultParallelism)
+    // Spark's own rule (maxPartitionBytes, openCostInBytes, files.minPartitionNum or the leaf
+    // node parallelism), so that a scan is split as Spark's file scan splits it.
     val maxSplit =
-      math.min(conf.filesMaxPartitionBytes, math.max(conf.filesOpenCostInBytes, bytesPerCore))
+      FilePartition.maxSplitBytes(spark, files.iterator.map(_.size + conf.filesOpenCostInBytes).sum)
     val pieces = files.iterator
       .flatMap { f =>
         val path = SparkPath.fromUrlString(paths.absolute(f.path))

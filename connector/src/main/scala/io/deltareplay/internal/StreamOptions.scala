@@ -2,6 +2,10 @@ package io.deltareplay.internal
 
 import java.util.Locale
 
+import org.apache.spark.sql.catalyst.expressions.{Cast, EvalMode, Literal}
+import org.apache.spark.sql.types.TimestampType
+import org.apache.spark.unsafe.types.UTF8String
+
 /** The streaming read options, as delta-spark's DeltaSource names them. */
 private[deltareplay] case class StreamOptions(
     maxFilesPerTrigger: Option[Int],
@@ -62,12 +66,24 @@ private[deltareplay] object StreamOptions {
       )
     }
     get(StartingVersion).foreach { v =>
-      if (v.toLowerCase(Locale.ROOT) != "latest" && !v.forall(_.isDigit)) {
+      val isVersion = v.nonEmpty && v.forall(_.isDigit) && scala.util.Try(v.toLong).isSuccess
+      if (v.toLowerCase(Locale.ROOT) != "latest" && !isVersion) {
         throw Errors.badOption(StartingVersion, v, "a version number or 'latest'")
       }
     }
+    get(StartingTimestamp).foreach { ts =>
+      if (timestampMicros(ts, "UTC").isEmpty) {
+        throw Errors.badOption(StartingTimestamp, ts, "a timestamp or date")
+      }
+    }
+    // a whole number of files, as DeltaSource takes it (no size units)
+    val maxFiles = get(MaxFilesPerTrigger).map { v =>
+      val n = scala.util.Try(v.toInt).getOrElse(0)
+      if (n <= 0) throw Errors.badOption(MaxFilesPerTrigger, v, "a positive whole number")
+      n
+    }
     StreamOptions(
-      maxFilesPerTrigger = positive(MaxFilesPerTrigger).map(_.toInt),
+      maxFilesPerTrigger = maxFiles,
       maxBytesPerTrigger = positive(MaxBytesPerTrigger),
       startingVersion = get(StartingVersion),
       startingTimestamp = get(StartingTimestamp),
@@ -77,18 +93,30 @@ private[deltareplay] object StreamOptions {
     )
   }
 
+  /**
+   * A `startingTimestamp` in micro-seconds: a timestamp or a date string, read as Spark casts it
+   * (in `timeZone` unless it names one); None when it is not one.
+   */
+  def timestampMicros(ts: String, timeZone: String): Option[Long] =
+    Option(
+      Cast(Literal(UTF8String.fromString(ts)), TimestampType, Some(timeZone), EvalMode.LEGACY)
+        .eval()
+    ).map(_.asInstanceOf[Long])
+
   /** `1048576`, `10k`, `64m`, `1g` (as delta-spark accepts for maxBytesPerTrigger). */
   private def parseBytes(v: String): Long = {
     val s = v.toLowerCase(Locale.ROOT).stripSuffix("b")
     val (digits, unit) = s.span(_.isDigit)
     val base = digits.toLong
-    unit match {
-      case "" => base
-      case "k" => base << 10
-      case "m" => base << 20
-      case "g" => base << 30
-      case "t" => base << 40
+    val scale = unit match {
+      case "" => 1L
+      case "k" => 1L << 10
+      case "m" => 1L << 20
+      case "g" => 1L << 30
+      case "t" => 1L << 40
       case _ => throw new NumberFormatException(v)
     }
+    try Math.multiplyExact(base, scale)
+    catch { case _: ArithmeticException => throw new NumberFormatException(v) }
   }
 }

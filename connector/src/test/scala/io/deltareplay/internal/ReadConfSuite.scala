@@ -47,6 +47,80 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     }
   }
 
+  test("every setting has a default, a session key, and is a read option (routing excepted)") {
+    val keys = O.Defaults.keySet
+    assert(keys.map(_.toLowerCase).size === keys.size) // one spelling each
+    assert(
+      O.KnownReadOptions === (keys - O.Enabled ++ Set(
+        O.VersionAsOf,
+        O.TimestampAsOf,
+        "path",
+        "paths"
+      )).map(_.toLowerCase)
+    )
+    assert(
+      O.EnabledKey === "spark.deltareplay.enabled" && O.PlanningModeKey === "spark.deltareplay.planning.mode"
+    )
+    // each key as a read option reaches its field
+    val set = ReadConf(
+      spark,
+      Map(
+        O.DistributedThresholdBytes -> "5",
+        O.ReplayPartitions -> "6",
+        O.TailFastPathMaxBytes -> "7",
+        O.DataSkipping -> "FALSE",
+        O.StateCache -> "false",
+        O.StateCacheMaxBytes -> "8",
+        O.StateMaxTailBytes -> "9",
+        O.MetadataAggregates -> "false",
+        O.PlanningMode -> " Executors ",
+        O.PlanningExecutorsMinFiles -> "10",
+        O.PlanningScratchDir -> " /scratch/x "
+      )
+    )
+    assert(
+      (set.distributedThresholdBytes, set.replayPartitions, set.tailFastPathMaxBytes) === ((
+        5L,
+        6,
+        7L
+      ))
+    )
+    assert(!set.dataSkipping && !set.stateCache && !set.metadataAggregates)
+    assert(
+      (set.stateCacheBudgetBytes, set.stateMaxTailBytes, set.executorsMinFiles) === ((8L, 9L, 10L))
+    )
+    assert(set.planningMode === PlanningMode.Executors && set.scratchDir === "/scratch/x")
+    // the read option wins over the session key
+    withSession(O.DataSkipping, "false") {
+      assert(!ReadConf(spark, Map.empty).dataSkipping)
+      assert(ReadConf(spark, Map(O.DataSkipping -> "true")).dataSkipping)
+    }
+  }
+
+  test("more bad values: whole numbers and booleans name the key") {
+    Seq(
+      O.StateCacheMaxBytes -> "lots",
+      O.PlanningExecutorsMinFiles -> "1e6",
+      O.ReplayPartitions -> "1.5",
+      O.StateCache -> "maybe",
+      O.MetadataAggregates -> "1"
+    ).foreach { case (key, value) =>
+      val e = intercept[DeltaReplayException.BadOption](ReadConf(spark, Map(key -> value)))
+      assert(
+        e.getMessage.contains(O.SessionPrefix + key) && e.getMessage.contains(value),
+        e.getMessage
+      )
+    }
+    withSession(O.PlanningMode, "cloud") {
+      val e = intercept[DeltaReplayException.BadOption](ReadConf(spark, Map.empty))
+      assert(
+        e.getMessage.contains(O.PlanningModeKey) && e.getMessage.contains(
+          "auto, driver or executors"
+        )
+      )
+    }
+  }
+
   test("executor planning's default scratch directory must be reachable from every executor") {
     def reachable(master: String, userSet: Boolean, scheme: String) =
       ReadPolicy.scratchReachable(master, userSet, scheme)
