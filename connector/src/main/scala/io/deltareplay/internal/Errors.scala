@@ -199,6 +199,7 @@ private[deltareplay] object Errors {
   def storeFailure(table: String, path: String, cause: Throwable): Option[DeltaReplayException] =
     cause match {
       case _: DeltaReplayException => None
+      case _ if !StoreFailure.isRemoteStore(path) => None
       case _ =>
         StoreFailure.classify(cause).map { failure =>
           val what = failure match {

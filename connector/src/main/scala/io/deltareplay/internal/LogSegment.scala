@@ -75,7 +75,8 @@ private[deltareplay] object LogSegment {
     val statuses =
       try fs.listStatus(logPath).toSeq
       catch {
-        case e: java.io.IOException if StoreFailure.classify(e).isDefined =>
+        case e: java.io.IOException
+            if Errors.storeFailure(tablePath.toString, tablePath.toString, e).isDefined =>
           throw Errors.storeFailure(tablePath.toString, tablePath.toString, e).get
         case _: FileNotFoundException => Nil
       }

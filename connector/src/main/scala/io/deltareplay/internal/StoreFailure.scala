@@ -52,6 +52,16 @@ private[deltareplay] object StoreFailure {
     else None
   }
 
+  /**
+   * Whether `path` is on a remote store (not the local disk, HDFS or a path without a scheme), so
+   * that a local permission error is never reported as a store's credentials.
+   */
+  def isRemoteStore(path: String): Boolean =
+    scala.util.Try(new URI(path)).toOption.flatMap(u => Option(u.getScheme)) match {
+      case None | Some("file") | Some("hdfs") | Some("viewfs") => false
+      case Some(_) => true
+    }
+
   /** The settings that fix `failure` for the file system of `path`, for the message. */
   def settings(path: String, failure: StoreFailure): String = {
     val uri = scala.util.Try(new URI(path)).toOption

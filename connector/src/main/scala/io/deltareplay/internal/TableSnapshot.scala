@@ -45,7 +45,8 @@ private[deltareplay] object TableSnapshot {
     val (segment, meta) =
       try loadSegment(spark, listing, pinned, Set.empty)
       catch {
-        case e: Exception if Errors.storeFailure(path, path, e).isDefined =>
+        case e: Exception
+            if Errors.storeFailure(qualified.toString, qualified.toString, e).isDefined =>
           throw Errors.storeFailure(qualified.toString, qualified.toString, e).get
       }
     DeltaAdapter.checkReadable(segment.table, meta)
