@@ -121,6 +121,8 @@ start() {
   if [ -e "$dir" ] && [ ! -f "$dir/$marker" ] && [ -n "$(ls -A "$dir")" ]; then
     die "$dir exists and is not an s3proxy instance directory made by this script; pick another DIR"
   fi
+  local latency
+  latency="$(latency_properties)" # validated before anything is created
   fetch
   rm -rf "$dir"
   mkdir -p "$dir"
@@ -128,7 +130,6 @@ start() {
   local data="${S3PROXY_DATA:-$dir/data}"
   mkdir -p "$data"
   data="$(cd "$data" && pwd)"
-  [ -z "${S3PROXY_DATA:-}" ] || echo "$data" >"$dir/shared-data"
   local port="${S3PROXY_PORT:-$(free_port)}"
   local endpoint="http://127.0.0.1:$port"
   {
@@ -138,7 +139,7 @@ start() {
     echo "s3proxy.credential=$secret_key"
     echo "jclouds.provider=filesystem-nio2"
     echo "jclouds.filesystem.basedir=$data"
-    latency_properties
+    [ -z "$latency" ] || echo "$latency"
   } >"$dir/s3proxy.properties"
   # setsid: its own session, so a Ctrl-C in the caller's terminal does not reach it.
   setsid "$java_bin" -Xms64m "-Xmx$heap" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
@@ -232,5 +233,5 @@ case "${1:-help}" in
   stop) stop "${2:-}" ;;
   status) status "${2:-}" ;;
   endpoint) endpoint "${2:-}" ;;
-  *) sed -n '2,31p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac
