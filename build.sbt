@@ -7,6 +7,10 @@ val sparkVersion = "4.2.0"
 // delta-spark 4.4.1 is on PyPI; on Maven Central the newest build for Spark 4.2 is 4.4.0.
 val deltaVersion = "4.4.0"
 val scalatestVersion = "3.2.19"
+// Object-store tests only (Test scope, never in the published POM): S3A at the Hadoop version
+// bundled with pyspark 4.2.0, with the AWS SDK v2 modules S3A uses instead of the 686 MB `bundle`.
+val hadoopVersion = "3.5.0"
+val awsSdkVersion = "2.35.4" // the SDK version hadoop-aws 3.5.0 is built against
 
 ThisBuild / organization := "io.deltareplay"
 ThisBuild / version := "0.1.0-SNAPSHOT"
@@ -47,8 +51,23 @@ lazy val connector = (project in file("connector"))
       "org.apache.spark" %% "spark-catalyst" % sparkVersion % Provided,
       ("io.delta" % "delta-spark_4.2_2.13" % deltaVersion)
         .excludeAll(ExclusionRule("org.apache.spark")),
-      "org.scalatest" %% "scalatest" % scalatestVersion % Test
-    ),
+      "org.scalatest" %% "scalatest" % scalatestVersion % Test,
+      ("org.apache.hadoop" % "hadoop-aws" % hadoopVersion % Test)
+        .excludeAll(
+          ExclusionRule("software.amazon.awssdk", "bundle"),
+          ExclusionRule("org.apache.hadoop", "hadoop-common"),
+          ExclusionRule("org.wildfly.openssl")
+        )
+    ) ++ Seq("s3", "s3-transfer-manager", "sts", "apache-client").map { m =>
+      ("software.amazon.awssdk" % m % awsSdkVersion % Test)
+        .excludeAll(
+          // Spark ships these (netty, SLF4J, commons-*); Apache HttpClient comes with them here.
+          ExclusionRule("io.netty"),
+          ExclusionRule("org.slf4j"),
+          ExclusionRule("commons-codec"),
+          ExclusionRule("commons-logging")
+        )
+    },
     scalacOptions ++= Seq(
       "-deprecation",
       "-feature",
@@ -93,7 +112,9 @@ lazy val connector = (project in file("connector"))
       "-Dspark.ui.showConsoleProgress=false",
       s"-Dspark.sql.warehouse.dir=${(target.value / "spark-warehouse").getAbsolutePath}",
       s"-Dderby.system.home=${(target.value / "derby").getAbsolutePath}",
-      s"-Dlog4j2.configurationFile=${(Test / resourceDirectory).value / "log4j2-test.properties"}"
+      s"-Dlog4j2.configurationFile=${(Test / resourceDirectory).value / "log4j2-test.properties"}",
+      // the checkout, for suites that start a project script (scripts/s3proxy.sh)
+      s"-Ddeltareplay.test.root=${(ThisBuild / baseDirectory).value.getAbsolutePath}"
     ),
     // Seeded property suites (DataSkippingSuite, BinnerSuite): DELTAREPLAY_TEST_SEED=N replays a
     // printed seed, DELTAREPLAY_TEST_TABLES=N widens DataSkippingSuite's run.

@@ -58,6 +58,14 @@ object DeltaReplayException {
   final class MissingFile(message: String, cause: Throwable)
       extends DeltaReplayException(message, cause, "DELTA_REPLAY_MISSING_FILE", "58030")
 
+  /**
+   * The object store refused or could not be reached: denied credentials, a missing bucket, an
+   * unreachable endpoint (after the file system's own retries). The message names the path and the
+   * settings to fix; nothing was answered from part of the table.
+   */
+  final class StoreAccess(message: String, cause: Throwable)
+      extends DeltaReplayException(message, cause, "DELTA_REPLAY_STORE_ACCESS", "08001")
+
   /** An option or setting has a value the connector cannot use. */
   final class BadOption(message: String)
       extends DeltaReplayException(message, null, "DELTA_REPLAY_BAD_OPTION", "42616")

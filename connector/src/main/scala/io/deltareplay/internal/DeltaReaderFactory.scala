@@ -117,8 +117,11 @@ private[deltareplay] case class DeltaReaderFactory(
         .iterate(e)(_.getCause)
         .takeWhile(_ != null)
         .exists(_.isInstanceOf[FileNotFoundException])
-    def rethrow(e: Throwable): Nothing =
-      if (missing(e)) throw Errors.missingDataFile(table, version, file.urlEncodedPath) else throw e
+    def rethrow(e: Throwable): Nothing = Errors.storeFailure(table, file.urlEncodedPath, e) match {
+      case Some(storeError) => throw storeError
+      case None if missing(e) => throw Errors.missingDataFile(table, version, file.urlEncodedPath)
+      case None => throw e
+    }
     // what input_file_name() and friends report, as Spark's file scans set it
     SparkBridge.setInputFile(file.urlEncodedPath, file.start, file.length)
     val reader =

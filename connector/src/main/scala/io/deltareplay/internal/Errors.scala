@@ -198,6 +198,36 @@ private[deltareplay] object Errors {
       )
     )
 
+  /** `cause` as a store failure naming `path` and the settings to fix, if it is one. */
+  def storeFailure(table: String, path: String, cause: Throwable): Option[DeltaReplayException] =
+    cause match {
+      case _: DeltaReplayException => None
+      case _ if !StoreFailure.isRemoteStore(path) => None
+      case _ =>
+        StoreFailure.classify(cause).map { failure =>
+          val what = failure match {
+            case StoreFailure.AccessDenied =>
+              "the store denied access with the configured credentials"
+            case StoreFailure.NoBucket => "its bucket (or container) does not exist"
+            case StoreFailure.Unreachable => "the store's endpoint cannot be reached"
+          }
+          val where = if (path == table) "" else s" (reading $path)"
+          new E.StoreAccess(
+            msg(
+              s"Cannot read $table$where: $what (${rootMessage(cause)}). Check " +
+                s"${StoreFailure.settings(path, failure)}. Nothing was read from the table."
+            ),
+            cause
+          )
+        }
+    }
+
+  private def rootMessage(e: Throwable): String = {
+    val chain = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20).toSeq
+    val m = Option(chain.last.getMessage).orElse(Option(e.getMessage)).getOrElse(e.toString)
+    if (m.length > 300) m.take(300) + "..." else m
+  }
+
   def noPath(): DeltaReplayException =
     bad("No table path given: use spark.read.format(\"delta-replay\").load(\"/path/to/table\").")
 }

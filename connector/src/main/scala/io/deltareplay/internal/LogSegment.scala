@@ -74,7 +74,12 @@ private[deltareplay] object LogSegment {
     val fs = logPath.getFileSystem(hadoopConf)
     val statuses =
       try fs.listStatus(logPath).toSeq
-      catch { case _: FileNotFoundException => Nil }
+      catch {
+        case e: java.io.IOException
+            if Errors.storeFailure(tablePath.toString, tablePath.toString, e).isDefined =>
+          throw Errors.storeFailure(tablePath.toString, tablePath.toString, e).get
+        case _: FileNotFoundException => Nil
+      }
     val parsed = statuses.flatMap(s => LogFiles.parse(s.getPath.getName).map(_ -> s))
     val commits = parsed.collect { case (Commit(v), s) => v -> s }.toMap
     val byVersion = parsed

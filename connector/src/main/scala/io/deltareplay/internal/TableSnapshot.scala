@@ -42,7 +42,13 @@ private[deltareplay] object TableSnapshot {
     if (version.isDefined && timestamp.isDefined) throw Errors.bothVersionAndTimestamp(path)
     val pinned = version.orElse(timestamp.map(ts => versionAt(spark, qualified, ts)))
     val listing = LogSegment.list(qualified, hadoopConf)
-    val (segment, meta) = loadSegment(spark, listing, pinned, Set.empty)
+    val (segment, meta) =
+      try loadSegment(spark, listing, pinned, Set.empty)
+      catch {
+        case e: Exception
+            if Errors.storeFailure(qualified.toString, qualified.toString, e).isDefined =>
+          throw Errors.storeFailure(qualified.toString, qualified.toString, e).get
+      }
     DeltaAdapter.checkReadable(segment.table, meta)
     TableSnapshot(segment, meta, (System.nanoTime() - started) / 1000000)
   }
