@@ -9,6 +9,7 @@ DELTA_MAVEN = f"io.delta:delta-spark_4.2_{SCALA_BINARY}:4.4.0"
 KAFKA_SQL_MAVEN = f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}"
 CONNECTOR_ARTIFACT = f"delta-replay-spark_{SCALA_BINARY}"
 CONNECTOR_VERSION = "0.1.0-SNAPSHOT"
+VERSION = "0.1.0"
 
 __all__ = [
     "CONNECTOR_ARTIFACT",
@@ -17,4 +18,5 @@ __all__ = [
     "KAFKA_SQL_MAVEN",
     "SCALA_BINARY",
     "SPARK_VERSION",
+    "VERSION",
 ]

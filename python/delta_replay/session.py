@@ -6,8 +6,10 @@ import glob
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 from ._versions import CONNECTOR_ARTIFACT, DELTA_MAVEN
 
@@ -58,7 +60,8 @@ def configure(
 
     Example::
 
-        from pyspark.sql import SparkSession
+        if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
         import delta_replay
         spark = delta_replay.configure(SparkSession.builder.master("local[2]")).getOrCreate()
         spark.read.format("delta").load("/tmp/t").show()
@@ -102,6 +105,8 @@ def local_session(
     UI off, 4 shuffle partitions. ``connector=None`` means "use the connector
     when its jar is present".
     """
+    from pyspark.sql import SparkSession
+
     use_connector = connector_jar() is not None if connector is None else connector
     builder = (
         SparkSession.builder.master(master)

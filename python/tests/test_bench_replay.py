@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from delta_replay_bench.replay.bench import merge_rows
+from delta_replay_bench.synth import SynthSpec, append_commit, generate, manifest, table_version
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from delta_replay.bench.replay import merge_rows
-from delta_replay.bench.synth import SynthSpec, append_commit, generate, manifest, table_version
 from delta_replay.read import connector_available, read
 
 SPEC = SynthSpec(

@@ -15,19 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
-from delta_replay.read import connector_available, read
-from delta_replay.workloads._merge_optimize_data import (
+from delta_replay_bench.merge_optimize.data import (
     VEHICLES,
     GeneratorConfig,
     create_table,
     draw_catalogue,
     events,
 )
-from delta_replay.workloads._merge_optimize_driver import Coordinator, Driver
-from delta_replay.workloads.merge_optimize import add_arguments, run_mode
+from delta_replay_bench.merge_optimize.driver import Coordinator, Driver
+from delta_replay_bench.merge_optimize.workload import add_arguments, run_mode
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from delta_replay.read import connector_available, read
 
 SHORT = [
     "--duration", "8",

@@ -20,13 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-
-from delta_replay.read import connector_available
-from delta_replay.workloads.mor.generator import ChangeGenerator, Mix, base_state, events_frame
-from delta_replay.workloads.mor.model import BASE_SCHEMA, Event, replay, state_rows
-from delta_replay.workloads.mor.remat import (
+from delta_replay_bench.mor.generator import ChangeGenerator, Mix, base_state, events_frame
+from delta_replay_bench.mor.model import BASE_SCHEMA, Event, replay, state_rows
+from delta_replay_bench.mor.remat import (
     Pin,
     commit_base,
     delete_consumed,
@@ -34,8 +30,8 @@ from delta_replay.workloads.mor.remat import (
     read_view,
     rematerialise,
 )
-from delta_replay.workloads.mor.stream import ChangeFeed, run_batches
-from delta_replay.workloads.mor.tables import (
+from delta_replay_bench.mor.stream import ChangeFeed, run_batches
+from delta_replay_bench.mor.tables import (
     MorTables,
     append_changes,
     base_pin,
@@ -43,7 +39,11 @@ from delta_replay.workloads.mor.tables import (
     create_changes,
     latest_version,
 )
-from delta_replay.workloads.mor.views import METHODS
+from delta_replay_bench.mor.views import METHODS
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from delta_replay.read import connector_available
 
 PARTS = 2
 APP = "test-mor"

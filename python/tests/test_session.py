@@ -7,6 +7,7 @@ from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 import delta_replay
+from delta_replay._jvm import jdataframe
 from delta_replay.cli import build_parser
 
 
@@ -33,7 +34,7 @@ def test_connector_reads_like_v1(spark: SparkSession, tmp_path: Path) -> None:
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id < 50")
     ours = delta_replay.read(spark, path)
     assertDataFrameEqual(ours, delta_replay.read(spark, path, reader="delta"))
-    plan = ours._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+    plan = jdataframe(ours).queryExecution().executedPlan().toString()
     assert "DeltaReplayScan" in plan
     [metric] = delta_replay.scan_metrics(ours.where("p = 1"))
     oracle_files = delta_replay.read(spark, path, reader="delta").inputFiles()

@@ -1,6 +1,5 @@
 import pytest
-
-from delta_replay.bench._streams_schedule import Schedule
+from delta_replay_bench.streams.schedule import Schedule
 
 
 def names(s: Schedule, t: float) -> set[str]:
@@ -75,7 +74,7 @@ def test_schedule_events_and_phases() -> None:
 
 
 def test_latency_trend_and_search() -> None:
-    from delta_replay.bench._streams_measure import is_behind, percentile, search_max, slope
+    from delta_replay_bench.streams.measure import is_behind, percentile, search_max, slope
 
     assert slope([0, 1, 2, 3], [1, 3, 5, 7]) == pytest.approx(2)
     assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
@@ -100,8 +99,9 @@ def test_latency_trend_and_search() -> None:
 
 def test_compressed_run(spark, tmp_path) -> None:
     """The whole schedule in 55 s: 3 baseline streams x 20 rows/s, 3x and 9x in between."""
-    from delta_replay.bench._streams_driver import session_conf
-    from delta_replay.bench.streams import run_and_report
+    from delta_replay_bench.streams.bench import run_and_report
+    from delta_replay_bench.streams.driver import session_conf
+
     from delta_replay.read import read
 
     # 3x at 12.6 s, 9x 25.2, back 42, end 54.6: on 2 cores shared with other builds a
@@ -173,8 +173,8 @@ def test_analyze_synthetic_run() -> None:
     """Measures from hand-made batches: one stream lags (growing latency) in the 9x phase."""
     from dataclasses import asdict
 
-    from delta_replay.bench._streams_driver import Batch, RunData, StreamRecord
-    from delta_replay.bench._streams_measure import analyze
+    from delta_replay_bench.streams.driver import Batch, RunData, StreamRecord
+    from delta_replay_bench.streams.measure import analyze
 
     s = Schedule(n_baseline=1, rate=10, t_3x=20, t_9x=40, t_back=60)
     data = RunData(asdict(s), duration_s=80, trigger_s=1.0, root="/nowhere", started_at="t")
