@@ -12,7 +12,7 @@ Example::
 
 from __future__ import annotations
 
-from ._versions import CONNECTOR_VERSION as __version__
+from ._versions import VERSION as __version__
 from .read import Reader, connector_available, read, scan_metrics
 from .session import configure, connector_jar, local_session
 
