@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,6 +40,30 @@ def connector_jar() -> Path | None:
     return Path(candidates[0]) if candidates else None
 
 
+# delta-spark's Maven coordinates (io.delta:delta-spark_<spark>_<scala>:<version>); a user's
+# (e.g. from delta.configure_spark_with_delta_pip) is replaced by the pinned DELTA_MAVEN.
+_DELTA_COORDINATE = re.compile(r"^io\.delta:delta-(spark|core)(_[0-9.]+)*:[^:]+$")
+
+
+def _pending(builder: SparkSession.Builder, key: str) -> str | None:
+    """A configuration value already set on ``builder`` (not yet applied to a session)."""
+    options: dict[str, Any] = getattr(builder, "_options", {})  # PySpark's pending options
+    value = options.get(key)
+    return None if value is None else str(value)
+
+
+def _pending_list(builder: SparkSession.Builder, key: str) -> list[str]:
+    return [v.strip() for v in (_pending(builder, key) or "").split(",") if v.strip()]
+
+
+def _is_delta(coordinate: str) -> bool:
+    return bool(_DELTA_COORDINATE.match(coordinate))
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
 def configure(
     builder: SparkSession.Builder,
     *,
@@ -55,6 +80,14 @@ def configure(
     ``spark.read.format("delta")`` reads through the connector. Writes stay
     with delta-spark.
 
+    What the builder already has is kept: ``spark.jars``, ``spark.jars.packages``
+    and ``spark.sql.extensions`` are merged (the builder's entries first, then
+    these, without duplicates), and ``spark.sql.catalog.spark_catalog`` is set only
+    when the builder has none. A delta-spark package already there (for example
+    from ``delta.configure_spark_with_delta_pip``, which asks Maven for
+    ``io.delta:delta-spark_4.2_2.13:4.4.1``, a build that does not exist) is replaced
+    by the pinned ``io.delta:delta-spark_4.2_2.13:4.4.0``.
+
     Raises FileNotFoundError when ``connector`` is true and no jar is found;
     pass ``connector=False`` for a plain delta-spark session.
 
@@ -68,6 +101,7 @@ def configure(
     """
     packages = [DELTA_MAVEN, *extra_packages]
     extensions = [DELTA_EXTENSION]
+    jars: list[str] = []
     if connector:
         jar = connector_jar()
         if jar is None:
@@ -76,14 +110,22 @@ def configure(
                 "(it is copied into python/delta_replay/jars), set DELTA_REPLAY_JAR, "
                 "or call configure(..., connector=False) for plain delta-spark"
             )
-        builder = builder.config("spark.jars", str(jar))
+        jars.append(str(jar))
         if routing:
             extensions.append(REPLAY_EXTENSION)
-    builder = (
-        builder.config("spark.jars.packages", ",".join(packages))
-        .config("spark.sql.extensions", ",".join(extensions))
-        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
-    )
+    user_packages = [p for p in _pending_list(builder, "spark.jars.packages") if not _is_delta(p)]
+    merged = {
+        "spark.jars": _unique([*_pending_list(builder, "spark.jars"), *jars]),
+        "spark.jars.packages": _unique([packages[0], *user_packages, *packages[1:]]),
+        "spark.sql.extensions": _unique(
+            [*_pending_list(builder, "spark.sql.extensions"), *extensions]
+        ),
+    }
+    for key, values in merged.items():
+        if values:
+            builder = builder.config(key, ",".join(values))
+    if _pending(builder, "spark.sql.catalog.spark_catalog") is None:
+        builder = builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
     ivy = ivy_dir or os.environ.get("DELTA_REPLAY_IVY")
     if ivy:
         builder = builder.config("spark.jars.ivy", str(Path(ivy).resolve()))

@@ -49,3 +49,47 @@ def test_cli_lists_commands() -> None:
     assert "demo" in help_text and "bench" in help_text
     args = build_parser().parse_args(["demo", "quickstart", "--commits", "2"])
     assert args.commits == 2
+
+
+def _options(builder: SparkSession.Builder) -> dict[str, str]:
+    return {k: str(v) for k, v in builder._options.items()}  # noqa: SLF001 - what Spark gets
+
+
+def test_configure_merges_with_the_builders_settings() -> None:
+    from delta_replay._versions import DELTA_MAVEN
+    from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
+
+    jar = delta_replay.connector_jar()
+    assert jar is not None, "run ./dev build first"
+    builder = (
+        SparkSession.builder.config("spark.jars", f"/opt/a.jar,{jar}")
+        .config("spark.jars.packages", "org.example:x_2.13:1.0")
+        .config("spark.sql.extensions", f"com.example.MyExtension,{DELTA_EXTENSION}")
+        .config("spark.sql.catalog.spark_catalog", "com.example.MyCatalog")
+    )
+    opts = _options(delta_replay.configure(builder, extra_packages=["org.example:y_2.13:2.0"]))
+    assert opts["spark.jars"] == f"/opt/a.jar,{jar}"
+    assert opts["spark.jars.packages"] == (
+        f"{DELTA_MAVEN},org.example:x_2.13:1.0,org.example:y_2.13:2.0"
+    )
+    assert opts["spark.sql.extensions"] == (
+        f"com.example.MyExtension,{DELTA_EXTENSION},{REPLAY_EXTENSION}"
+    )
+    assert opts["spark.sql.catalog.spark_catalog"] == "com.example.MyCatalog"
+    # configuring twice changes nothing
+    again = _options(delta_replay.configure(delta_replay.configure(SparkSession.builder)))
+    assert again == _options(delta_replay.configure(SparkSession.builder))
+    assert again["spark.jars"] == str(jar)
+    assert again["spark.sql.catalog.spark_catalog"].endswith("DeltaCatalog")
+
+
+def test_configure_replaces_delta_spark_from_configure_spark_with_delta_pip() -> None:
+    from delta import configure_spark_with_delta_pip
+
+    from delta_replay._versions import DELTA_MAVEN, KAFKA_SQL_MAVEN
+
+    builder = configure_spark_with_delta_pip(SparkSession.builder, [KAFKA_SQL_MAVEN])
+    asked = _options(builder)["spark.jars.packages"].split(",")
+    assert asked[0].startswith("io.delta:delta-spark_4.2_2.13:") and asked[0] != DELTA_MAVEN
+    packages = _options(delta_replay.configure(builder))["spark.jars.packages"].split(",")
+    assert packages == [DELTA_MAVEN, KAFKA_SQL_MAVEN]
