@@ -12,6 +12,11 @@ if TYPE_CHECKING:
     from .cli import CommandRegistry
 
 
+# Exit codes: 0 = read through the connector, same rows as delta-spark; 1 = an error (rows
+# differ included); NO_CONNECTOR = the connector was not used (jar missing or not loaded).
+NO_CONNECTOR = 3
+
+
 def run(args: argparse.Namespace) -> int:
     from pyspark.testing import assertDataFrameEqual
 
@@ -34,20 +39,32 @@ def run(args: argparse.Namespace) -> int:
         oracle = read(spark, path, reader="delta")
         print(f"[quickstart] delta-spark V1 reads {oracle.count()} rows")
         if not connector_available(spark):
-            print("[quickstart] connector jar not built: run `./dev build` to compare readers")
-            return 0
+            print(
+                "[quickstart] connector jar not found: read through delta-spark only "
+                f"(exit {NO_CONNECTOR}); run `./dev build` or set DELTA_REPLAY_JAR"
+            )
+            spark.stop()
+            return NO_CONNECTOR
         ours = read(spark, path).where("bucket = 3")
         assertDataFrameEqual(ours, oracle.where("bucket = 3"))
         print(f"[quickstart] delta-replay reads the same {ours.count()} rows for bucket = 3")
-        for metric in scan_metrics(ours):
+        metrics = scan_metrics(ours)
+        for metric in metrics:
             print(f"[quickstart] scan: {metric}")
     spark.stop()
+    if not metrics:
+        print(f"[quickstart] the read did not go through the connector (exit {NO_CONNECTOR})")
+        return NO_CONNECTOR
     return 0
 
 
 def register(registry: CommandRegistry) -> None:
     parser = registry.add(
-        "demo", "quickstart", "write a small Delta table and read it back both ways", run
+        "demo",
+        "quickstart",
+        "write a small Delta table and read it back both ways; exit 0 when the connector "
+        f"read it with the same rows as delta-spark, {NO_CONNECTOR} when it was not used",
+        run,
     )
     parser.add_argument("--path", help="table path (default: a temporary directory)")
     parser.add_argument("--commits", type=int, default=3, help="append commits to write")

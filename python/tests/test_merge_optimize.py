@@ -31,7 +31,7 @@ from delta_replay.read import connector_available, read
 
 SHORT = [
     "--duration", "8",
-    "--rows-per-second", "40",
+    "--rate", "40",
     "--partitions", "1",
     "--pool", "40",
     "--reuse-pct", "50",

@@ -240,7 +240,9 @@ def run(args: argparse.Namespace) -> int:
     keep = args.work is not None
     work = Path(args.work) if keep else Path(tempfile.mkdtemp(prefix="delta-replay-kafka-"))
     if keep and work.exists() and any(work.iterdir()):
-        print(f"{PREFIX} error: --work {work} is not empty: pick a new directory", file=sys.stderr)
+        print(
+            f"{PREFIX} error: --work-dir {work} is not empty: pick a new directory", file=sys.stderr
+        )
         return 2
     work.mkdir(parents=True, exist_ok=True)
     cfg = PipelineConfig(
@@ -283,7 +285,7 @@ def run_consumer(args: argparse.Namespace) -> int:
         if not (path / "_delta_log").is_dir():
             print(
                 f"{PREFIX} error: --{name} {path} is not a Delta table: build the tables first "
-                "(delta-replay demo kafka-merge --work DIR creates them)",
+                "(delta-replay demo kafka-merge --work-dir DIR creates them)",
                 file=sys.stderr,
             )
             return 2
@@ -357,7 +359,9 @@ def register(registry: CommandRegistry) -> None:
         requires=KAFKA_MODULES,
         install=INSTALL,
     )
-    parser.add_argument("--work", help="work directory, kept (default: a temporary one)")
+    parser.add_argument(
+        "--work-dir", dest="work", help="work directory, kept (default: a temporary one)"
+    )
     parser.add_argument("--bootstrap", help="use this broker (default: start scripts/kafka.sh)")
     parser.add_argument("--partitions", type=int, default=3, help="partitions of the topic")
     parser.add_argument(

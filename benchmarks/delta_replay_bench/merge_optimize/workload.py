@@ -62,7 +62,7 @@ def validate(args: argparse.Namespace) -> None:
     """Raise ValueError naming the bad option and what to give instead."""
     checks = [
         (args.duration > 0, "--duration must be > 0 seconds"),
-        (args.rows_per_second > 0, "--rows-per-second must be > 0"),
+        (args.rows_per_second > 0, "--rate must be > 0"),
         (args.partitions > 0, "--partitions must be > 0"),
         (args.pool > 0, "--pool must be > 0 keys"),
         (0 <= args.reuse_pct <= 100, "--reuse-pct must be within 0..100"),
@@ -107,13 +107,13 @@ def _guard_fresh_start(spark: SparkSession, paths: dict[str, str], location: str
     if resuming and not generated_exists:
         raise ValueError(
             f"checkpoint {paths['checkpoint']} exists but the recorded events "
-            f"{paths['generated']} do not: pass a new --workdir"
+            f"{paths['generated']} do not: pass a new --work-dir"
         )
     if not resuming and (generated_exists or read(spark, location, reader="delta").count() > 0):
         raise ValueError(
             f"table {paths['target']} or {paths['generated']} already holds data, but "
-            f"{paths['checkpoint']} holds no stream to resume: pass a new --table/--workdir, "
-            "or the --workdir of the run that wrote it"
+            f"{paths['checkpoint']} holds no stream to resume: pass a new --table/--work-dir, "
+            "or the --work-dir of the run that wrote it"
         )
 
 
@@ -299,10 +299,14 @@ def run(args: argparse.Namespace) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--mode", choices=[*MODES, "both"], default="both", help="default: both, compared")
-    add("--table", help="target: a path, or a catalog name (default: in --workdir)")
-    add("--workdir", help="recorded events + checkpoints, kept (default: temporary)")
+    add("--table", help="target: a path, or a catalog name (default: in --work-dir)")
+    add(
+        "--work-dir",
+        dest="workdir",
+        help="recorded events + checkpoints, kept (default: temporary)",
+    )
     add("--duration", type=float, default=180.0, help="seconds per mode (default 180)")
-    add("--rows-per-second", type=int, default=200, help="rate source rows/s (default 200)")
+    add("--rate", dest="rows_per_second", type=int, default=200, help="rate source rows/s")
     add("--partitions", type=int, default=2, help="rate source partitions (default 2)")
     add("--pool", type=int, default=2_000, help="size of the re-used key pool (default 2000)")
     add("--reuse-pct", type=int, default=50, help="percent of events re-using a pool key")

@@ -28,7 +28,9 @@ def register(registry: CommandRegistry) -> None:
         requires=("pandas", "matplotlib"),
         install="pip install 'delta-replay-bench[workloads]'",
     )
-    demo.add_argument("--path", help="root directory for the tables (default: a temp dir)")
+    demo.add_argument(
+        "--work-dir", dest="path", help="directory for the tables, kept (default: temporary)"
+    )
     demo.add_argument("--base-rows", type=int, default=2000, help="rows in the base table")
     demo.add_argument("--batches", type=int, default=3, help="change micro-batches per round")
     demo.add_argument("--rows-per-batch", type=int, default=200, help="change events per batch")
@@ -43,12 +45,14 @@ def register(registry: CommandRegistry) -> None:
     bench_parser.add_argument("--plan", help="JSON test plan (default: the 1M-row plan)")
     bench_parser.add_argument("--tiny", action="store_true", help="a tiny built-in plan")
     bench_parser.add_argument("--out", default="mor-results", help="where results and charts go")
-    bench_parser.add_argument("--work", help="data and timer table directory (default: temp)")
     bench_parser.add_argument(
-        "--skip-prepare", action="store_true", help="reuse the datasets already under --work"
+        "--work-dir", dest="work", help="data and timer table directory (default: temporary)"
     )
     bench_parser.add_argument(
-        "--report-only", action="store_true", help="only report on the timer table under --work"
+        "--skip-prepare", action="store_true", help="reuse the datasets already under --work-dir"
+    )
+    bench_parser.add_argument(
+        "--report-only", action="store_true", help="only report on the timer table under --work-dir"
     )
 
 

@@ -23,7 +23,7 @@ from .views import METHODS
 
 
 def _say(message: str) -> None:
-    print(f"[mor demo] {message}", flush=True)
+    print(f"[demo mor] {message}", flush=True)
 
 
 def check_views(spark: SparkSession, tables: MorTables, expected: list[tuple[object, ...]]) -> None:

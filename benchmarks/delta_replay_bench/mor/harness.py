@@ -67,7 +67,7 @@ def run_plan(
         fresh = row.get("freshness_seconds")
         extra = f", visible after {fresh:.2f}s" if fresh is not None else ""
         log(
-            f"[mor bench] {i}/{len(specs)} {spec.label}: {row['seconds']:.3f}s{extra} "
+            f"[bench mor] {i}/{len(specs)} {spec.label}: {row['seconds']:.3f}s{extra} "
             f"(load {row['load_avg']}, {time.monotonic() - started:.0f}s elapsed)"
         )
     return rows
@@ -88,7 +88,7 @@ def bench(args: Any) -> int:
         work = Path(args.work) if args.work else Path(tmp)
         timer = str(work / "timer")
         print(
-            f"[mor bench] plan {plan.name}: {len(expand(plan))} runs, work dir {work}", flush=True
+            f"[bench mor] plan {plan.name}: {len(expand(plan))} runs, work dir {work}", flush=True
         )
         (out / "plan.json").write_text(json.dumps(plan.to_dict(), indent=2))
         spark = local_session("mor-bench-prepare", driver_memory=plan.driver_memory)
@@ -102,8 +102,8 @@ def bench(args: Any) -> int:
         finally:
             spark.stop()
     for rec in doc["recommendation"]:
-        print(f"[mor bench] recommendation: {json.dumps(rec)}", flush=True)
-    print(f"[mor bench] wrote {out}/summary.md, summary.json, timings.csv, {doc['charts']}")
+        print(f"[bench mor] recommendation: {json.dumps(rec)}", flush=True)
+    print(f"[bench mor] wrote {out}/summary.md, summary.json, timings.csv, {doc['charts']}")
     return 0
 
 

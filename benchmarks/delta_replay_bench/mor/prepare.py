@@ -36,7 +36,7 @@ def dataset_dir(work: Path, rows: int) -> Path:
 
 
 def _log(message: str) -> None:
-    print(f"[mor prepare] {message}", flush=True)
+    print(f"[bench mor] prepare: {message}", flush=True)
 
 
 def differs(left: DataFrame, right: DataFrame) -> int:
@@ -55,7 +55,7 @@ def prepare(spark: SparkSession, plan: Plan, work: Path, *, verify: bool = True)
         if root.exists():
             raise FileExistsError(
                 f"{root} already holds a dataset (from an earlier run?): pass --skip-prepare to "
-                "reuse the datasets under --work, or remove that directory to write them again"
+                "reuse the datasets under --work-dir, or remove that directory to write them again"
             )
         tables = MorTables.under(str(root))
         create_base(

@@ -312,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
             root = Path.home() / ".cache" / "delta-replay" / "bench-tables"
         root.mkdir(parents=True, exist_ok=True)
         _say(f"tables under {root}")
-        from .report import markdown, write
+        from .report import failed_cells, markdown, write
 
         now = datetime.datetime.now(datetime.timezone.utc)
         host = socket.gethostname()
@@ -348,7 +348,12 @@ def run(args: argparse.Namespace) -> int:
         print(markdown({"meta": meta, "rows": merge_rows(prior, rows)}), flush=True)
         if args.out:
             _say("wrote " + ", ".join(str(p) for p in written))
-    return 0
+    failed = failed_cells(rows)
+    for line in failed:
+        _say(f"FAILED {line}")
+    if failed:
+        _say(f"{len(failed)} cell(s) failed, ran out of memory or timed out: exit 1")
+    return 1 if failed else 0
 
 
 def register(registry: CommandRegistry) -> None:
@@ -387,14 +392,44 @@ def register(registry: CommandRegistry) -> None:
     )
     parser.add_argument("--driver-memory", default="4g", help="driver memory of every reader")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
-    parser.add_argument("--count-max-files", type=int, default=100_000)
-    parser.add_argument("--scan-max-files", type=int, default=10_000)
-    parser.add_argument("--partitions", type=int, default=20, help="partition values (0: none)")
+    parser.add_argument(
+        "--count-max-files",
+        type=int,
+        default=100_000,
+        help="skip the count measure of tables with more files (V1 excepted)",
+    )
+    parser.add_argument(
+        "--scan-max-files",
+        type=int,
+        default=10_000,
+        help="skip the full-scan and join measures of tables with more files",
+    )
+    parser.add_argument(
+        "--partition-values",
+        dest="partitions",
+        type=int,
+        default=20,
+        help="distinct partition values of the synthetic tables (0: unpartitioned)",
+    )
     parser.add_argument("--dv-share", type=float, default=0.1, help="share of files with a DV")
-    parser.add_argument("--compact-share", type=float, default=0.05)
-    parser.add_argument("--tail-share", type=float, default=0.02)
-    parser.add_argument("--tail-commits", type=int, default=10)
-    parser.add_argument("--checkpoint-parts", type=int, default=1)
+    parser.add_argument(
+        "--compact-share",
+        type=float,
+        default=0.05,
+        help="share of files a compaction commit removes (kept as tombstones)",
+    )
+    parser.add_argument(
+        "--tail-share",
+        type=float,
+        default=0.02,
+        help="share of files the commits after the checkpoint remove and re-add",
+    )
+    parser.add_argument(
+        "--tail-commits", type=int, default=10, help="JSON commits after the checkpoint"
+    )
+    parser.add_argument(
+        "--checkpoint-parts", type=int, default=1, help="parts of the checkpoint (1: single file)"
+    )
     parser.add_argument(
         "--stream-sizes", type=int, nargs="+", help="sizes with streaming runs (default: largest)"
     )

@@ -38,6 +38,28 @@ def cell(row: Row | None, measure: str, field: str, fmt: str = "{:.2f}") -> str:
     return "" if value is None else fmt.format(value)
 
 
+def failed_cells(rows: Iterable[Row]) -> list[str]:
+    """Every cell that failed, ran out of memory or timed out: ``reader kind files measure: why``.
+
+    A reader's documented refusal (Kernel V2's initial-snapshot cap) is a result, not a
+    failure; skipped measures are not failures either.
+    """
+    failed: list[str] = []
+    for row in rows:
+        where = f"{row.get('reader')} {row.get('kind')} {row.get('files')} files"
+        errors = [("", row["error"])] if row.get("error") else []
+        errors += [
+            (name, part["error"])
+            for name, part in row.items()
+            if isinstance(part, dict) and "error" in part
+        ]
+        for name, text in errors:
+            why = _short_error(str(text))
+            if why != "refused":
+                failed.append(f"{where} {name}: {why}: {str(text)[:160]}".replace("  ", " "))
+    return failed
+
+
 def _short_error(text: str) -> str:
     lowered = text.lower()
     if "outofmemory" in lowered or "java heap space" in lowered:

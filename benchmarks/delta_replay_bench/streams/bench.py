@@ -7,7 +7,7 @@ for every stream and phase target vs achieved rows/s, batch duration, input vs
 processing rate and event-to-commit latency, whether the engine falls behind, and
 checks at the end that each table holds its stream's ``seq`` 0..n-1 exactly once.
 ``run --find-max`` searches the highest sustainable total rate instead. ``status``,
-``stop``, ``analyze`` and ``drop`` work on the ``--root`` of a run.
+``stop``, ``analyze`` and ``drop`` work on the ``--work-dir`` of a run.
 
 In-process use (tests, notebooks)::
 
@@ -185,7 +185,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.duration is not None and args.duration <= 0:
             raise ValueError(f"--duration must be > 0 seconds, got {args.duration}")
         if args.trigger <= 0:
-            raise ValueError(f"--trigger must be > 0 seconds, got {args.trigger}")
+            raise ValueError(f"--trigger-seconds must be > 0 seconds, got {args.trigger}")
     except ValueError as error:
         say(f"error: {error}")
         return 2
@@ -357,7 +357,13 @@ def register(registry: CommandRegistry) -> None:
         "--time-scale", type=float, default=1.0, help="multiply the phase times (0.1: 18/36/60 s)"
     )
     run.add_argument("--duration", type=float, help="run seconds (default: back phase of 3 min)")
-    run.add_argument("--trigger", type=float, default=1.0, help="processingTime trigger, seconds")
+    run.add_argument(
+        "--trigger-seconds",
+        dest="trigger",
+        type=float,
+        default=1.0,
+        help="processing-time trigger of every query, seconds",
+    )
     run.add_argument("--progress-every", type=float, default=5.0, help="seconds between lines")
     run.add_argument(
         "--stop-grace",
@@ -366,10 +372,14 @@ def register(registry: CommandRegistry) -> None:
         help="a scheduled stop waits for the running batch, at most this many seconds",
     )
     run.add_argument("--no-warm-up", action="store_true", help="skip the throw-away warm-up stream")
-    run.add_argument("--root", help="tables + checkpoints directory (default: temporary)")
+    run.add_argument(
+        "--work-dir", dest="root", help="tables + checkpoints directory (default: temporary)"
+    )
     run.add_argument("--keep", action="store_true", help="keep a temporary --root")
     run.add_argument("--out", default=".", help="directory for streams.json/.md/.png")
-    run.add_argument("--shuffle-partitions", type=int, default=2)
+    run.add_argument(
+        "--shuffle-partitions", type=int, default=2, help="spark.sql.shuffle.partitions of the run"
+    )
     run.add_argument(
         "--find-max",
         action="store_true",
@@ -378,16 +388,18 @@ def register(registry: CommandRegistry) -> None:
     run.add_argument("--step-seconds", type=float, default=30.0, help="find-max: seconds a step")
     run.add_argument("--max-probes", type=int, default=8, help="find-max: most steps")
     for name, handler, text in (
-        ("status", _status, "state of the run in --root"),
-        ("stop", _stop, "stop the run in --root cleanly"),
-        ("analyze", _analyze, "recount the tables of --root and write the report again"),
-        ("drop", _drop, "delete --root: tables, checkpoints, state"),
+        ("status", _status, "state of the run in --work-dir"),
+        ("stop", _stop, "stop the run in --work-dir cleanly"),
+        ("analyze", _analyze, "recount the tables of --work-dir and write the report again"),
+        ("drop", _drop, "delete --work-dir: tables, checkpoints, state"),
     ):
         sub = actions.add_parser(name, help=text)
         sub.set_defaults(handler=handler)
-        sub.add_argument("--root", required=True)
+        sub.add_argument("--work-dir", dest="root", required=True, help="the --work-dir of a `run`")
         if name == "stop":
-            sub.add_argument("--wait", type=float, default=60.0)
+            sub.add_argument(
+                "--wait", type=float, default=60.0, help="seconds to wait for the run to stop"
+            )
         if name == "analyze":
-            sub.add_argument("--out", help="report directory (default: --root)")
+            sub.add_argument("--out", help="report directory (default: --work-dir)")
             sub.add_argument("--no-verify", action="store_true", help="skip counting the tables")

@@ -187,7 +187,7 @@ class StreamsRun:
         stop_grace_s: float = 10.0,
     ) -> None:
         if trigger_s <= 0:
-            raise ValueError(f"--trigger must be > 0 seconds, got {trigger_s}")
+            raise ValueError(f"--trigger-seconds must be > 0 seconds, got {trigger_s}")
         self.spark = spark
         self.schedule = schedule
         self.root = Path(root)
@@ -413,7 +413,7 @@ class StreamsRun:
         if (root / "tables").exists() and any((root / "tables").iterdir()):
             raise FileExistsError(
                 f"{root} already holds the tables of a run; `delta-replay bench streams drop "
-                f"--root {root}` first, or pass another --root"
+                f"--work-dir {root}` first, or pass another --work-dir"
             )
         (root / "tables").mkdir(parents=True, exist_ok=True)
         (root / "checkpoints").mkdir(parents=True, exist_ok=True)
