@@ -30,7 +30,11 @@ BENCH_PACKAGE_HINT = (
 class CommandRegistry:
     """Hands out sub-parsers for ``delta-replay demo NAME`` and ``delta-replay bench NAME``."""
 
-    def __init__(self, demo: argparse._SubParsersAction, bench: argparse._SubParsersAction):
+    def __init__(
+        self,
+        demo: argparse._SubParsersAction[argparse.ArgumentParser],
+        bench: argparse._SubParsersAction[argparse.ArgumentParser],
+    ) -> None:
         self._groups = {"demo": demo, "bench": bench}
         self.names: dict[str, set[str]] = {"demo": set(), "bench": set()}
 
@@ -50,7 +54,9 @@ class CommandRegistry:
         extras); when one is missing the command stops before it starts and prints
         ``install`` (e.g. ``pip install 'delta-replay-bench[workloads]'``).
         """
-        parser = self._groups[group].add_parser(name, help=help, description=help)
+        parser: argparse.ArgumentParser = self._groups[group].add_parser(
+            name, help=help, description=help
+        )
         parser.set_defaults(
             handler=handler, command=f"{group} {name}", requires=tuple(requires), install=install
         )

@@ -91,6 +91,41 @@ def test_wheel_ships_the_connector_jar(wheel: Path, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_one_version_for_wheel_jar_and_package(wheel: Path) -> None:
+    from delta_replay._versions import CONNECTOR_VERSION, VERSION, maven_version
+
+    assert delta_replay.__version__ == VERSION
+    assert wheel.name.startswith(f"delta_replay-{VERSION}-")
+    [jar] = list((PYTHON_DIR / "delta_replay" / "jars").glob("*.jar"))
+    assert jar.name == f"delta-replay-spark_2.13-{maven_version(VERSION)}.jar"
+    manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
+    assert f"Implementation-Version: {CONNECTOR_VERSION}" in manifest.splitlines()
+    with zipfile.ZipFile(wheel) as built:
+        [metadata] = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
+        assert f"Version: {VERSION}" in built.read(metadata).decode().splitlines()
+    assert maven_version("0.1.0.dev0") == "0.1.0-SNAPSHOT" and maven_version("1.2.3") == "1.2.3"
+
+
+def test_a_wheel_without_the_jar_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    source = tmp_path / "python"
+    shutil.copytree(
+        PYTHON_DIR,
+        source,
+        ignore=shutil.ignore_patterns("*.jar", "build", "tests", "*.egg-info", "__pycache__"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        + ["-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert "refusing to build a wheel without the connector jar" in out.stdout + out.stderr
+    assert not list((tmp_path / "dist").glob("*.whl"))
+
+
 def test_clean_venv_has_only_the_library(clean_venv: Path) -> None:
     probe = "import importlib.util as u; print([m for m in ('pyspark', 'pandas', "
     probe += "'pyarrow', 'confluent_kafka', 'deltalake', 'delta_replay_bench') if u.find_spec(m)])"
@@ -128,6 +163,6 @@ def test_quickstart_in_a_clean_venv(clean_venv: Path) -> None:
         (deps / found.name).symlink_to(found)
     [site] = list((clean_venv / "lib").glob("python3*/site-packages"))
     (site / "deps.pth").write_text(f"{deps}\n")
-    out = _run(clean_venv, "delta-replay", "demo", "quickstart", "--commits", "2", timeout=600)
+    out = _run(clean_venv, "delta-replay", "demo", "quickstart", "--commits", "1", timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "[quickstart] delta-replay reads the same" in out.stdout
