@@ -105,7 +105,7 @@ def test_one_vocabulary_across_commands() -> None:
     work_dirs = {p for p, o in names if o == "--work-dir"}
     assert {"demo kafka-merge", "demo merge-optimize", "demo mor", "bench mor"} <= work_dirs
     assert {"bench streams run", "bench streams stop"} <= work_dirs
-    for command in ("demo merge-optimize", "demo kafka-merge"):
+    for command in ("demo merge-optimize", "demo kafka-merge", "bench streams run"):
         assert (command, "--rate") in names and (command, "--partitions") in names
     # the synthetic tables' partition values are not a source's partitions
     assert ("bench replay", "--partition-values") in names

@@ -207,3 +207,19 @@ def test_analyze_synthetic_run() -> None:
     assert ("scale_3x", "9x") not in per  # draining is not running in the next phase
     assert per[("baseline_001", "9x")]["behind"] and not per[("scale_9x", "9x")]["behind"]
     assert per[("baseline_001", "back")]["latency_s_p50"] == pytest.approx(1.0)
+
+
+def test_rate_source_partitions_are_configurable(spark) -> None:
+    from delta_replay_bench.streams.driver import stream_frame
+
+    from delta_replay._jvm import jdataframe
+
+    s = Schedule.for_run(3, 20, partitions=8)
+    assert {x.partitions for x in s.all_streams()} == {8}
+    assert {x.partitions for x in Schedule(n_baseline=2).all_streams()} == {1}
+    with pytest.raises(ValueError, match="--partitions"):
+        Schedule(partitions=0)
+    # the rate source of a stream is built with the schedule's numPartitions
+    frame = stream_frame(spark, s.baseline()[0])
+    plan = jdataframe(frame).queryExecution().logical().toString()
+    assert "numPartitions=8" in plan, plan

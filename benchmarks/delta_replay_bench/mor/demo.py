@@ -53,7 +53,7 @@ def run_demo(
     feed = ChangeFeed(tables.changes, ChangeGenerator(state0, seed=11))
     _say(f"base of {base_rows} rows at {tables.base}; change table at {tables.changes}")
     events: list[Event] = []
-    for round_no, mode in enumerate(("overwrite", "merge"), start=1):
+    for round_no, mode in enumerate(("overwrite", "merge", "replace_where"), start=1):
         # one checkpoint for both rounds: the restarted stream goes on with the next batch id
         before = len(feed.written)
         ckpt = str(root / "checkpoint")

@@ -28,6 +28,7 @@ TINY = Plan(
     files=2,
     runs=1,
     predicate="id BETWEEN 100 AND 199",
+    remat_modes=("overwrite", "merge"),  # replace_where: tests/test_mor_remat.py
     run_timeout_seconds=600,
 )
 

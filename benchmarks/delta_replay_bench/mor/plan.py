@@ -12,7 +12,7 @@ from .views import METHODS
 
 OPERATIONS = ("read_predicate", "read_full", "write", "rematerialise")
 COW_STRATEGIES = ("cow_merge", "cow_merge_dv")
-REMAT_MODES = ("overwrite", "merge")
+REMAT_MODES = ("overwrite", "merge", "replace_where")
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Plan:
     methods: tuple[str, ...] = METHODS
     operations: tuple[str, ...] = OPERATIONS
     cow: tuple[str, ...] = COW_STRATEGIES
-    remat_modes: tuple[str, ...] = REMAT_MODES
+    remat_modes: tuple[str, ...] = REMAT_MODES  # replace_where: pays off with partitions > 0
     remat_methods: tuple[str, ...] = ("left_union_inserts",)  # overwrite-mode view methods
     runs: int = 3
     predicate: str = "id BETWEEN 500000 AND 500999"
@@ -92,7 +92,7 @@ class Plan:
 class RunSpec:
     strategy: str  # mor, cow_merge, cow_merge_dv
     method: str  # a view method, or "-" where none applies
-    operation: str  # read_predicate, read_full, write, remat_overwrite, remat_merge
+    operation: str  # read_predicate, read_full, write, remat_overwrite|merge|replace_where
     change_rows: int
     run_no: int
 
@@ -115,6 +115,8 @@ def expand(plan: Plan) -> list[RunSpec]:
                 configs += [("mor", m, "remat_overwrite", rows) for m in plan.remat_methods]
             if "merge" in plan.remat_modes:
                 configs.append(("mor", "-", "remat_merge", rows))
+            if "replace_where" in plan.remat_modes:
+                configs.append(("mor", "-", "remat_replace_where", rows))
         for strategy in plan.cow:
             configs += [(strategy, "-", op, rows) for op in reads]
             if "write" in plan.operations:

@@ -12,8 +12,11 @@ The rematerialiser, in three steps:
 
 1. ``plan``: pin the tables the same way, pick ``W' = max(batch_id)`` of the pinned
    change table (nothing to do when ``W' <= W``);
-2. ``commit_base``: fold changes ``W < batch_id <= W'`` into base@bv, either by
-   *overwrite* (write the view) or by *MERGE*, in one commit that records ``W'``;
+2. ``commit_base``: fold changes ``W < batch_id <= W'`` into base@bv in one commit that
+   records ``W'``, by one of the three methods of the talk: *overwrite* (write the whole
+   view), *MERGE* (the collapsed changes into the base), or *replaceWhere* (overwrite
+   only the base's ``part`` values the changes touch with the view's rows of those
+   values: pays off when the base is partitioned by ``part`` and a batch touches few);
 3. ``delete_consumed``: ``DELETE ... WHERE batch_id <= W'`` on the change table (a
    metadata-only delete: it drops whole ``batch_id`` partitions).
 
@@ -35,7 +38,7 @@ from delta_replay.read import Reader, read
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .model import BATCH, VIEW_COLUMNS, MorDataError
+from .model import BATCH, PART, VIEW_COLUMNS, MorDataError
 from .sizing import BroadcastPlan, plan_broadcast
 from .tables import (
     MorTables,
@@ -46,7 +49,8 @@ from .tables import (
 )
 from .views import View, build_view, collapse
 
-RematMode = Literal["overwrite", "merge"]
+RematMode = Literal["overwrite", "merge", "replace_where"]
+REMAT_MODES: tuple[str, ...] = ("overwrite", "merge", "replace_where")
 REMAT_APP_ID = "delta-replay-mor-remat"
 BROADCAST_METHODS = ("left_anti", "left_union_inserts")
 
@@ -141,8 +145,8 @@ def plan_remat(
     method: str = "left_union_inserts",
 ) -> RematPlan | None:
     """Step 1: pin and pick the new watermark; None when no batch is above the current one."""
-    if mode not in ("overwrite", "merge"):
-        raise ValueError(f"rematerialisation mode {mode!r}: use overwrite or merge")
+    if mode not in REMAT_MODES:
+        raise ValueError(f"rematerialisation mode {mode!r}: use one of {', '.join(REMAT_MODES)}")
     at = pin(spark, tables)
     changes = read(spark, tables.changes, reader="delta", version=at.change_version)
     row = changes.where(F.col(BATCH) > at.watermark).agg(F.max(BATCH).alias("m")).first()
@@ -173,17 +177,43 @@ def commit_base(spark: SparkSession, tables: MorTables, plan: RematPlan) -> int:
         )
     else:
         broadcast = plan.method in BROADCAST_METHODS and plan_broadcast(changes).broadcast
-        view = build_view(base, collapse(changes), plan.method, broadcast=broadcast)
-        (
-            view.df.select(*VIEW_COLUMNS)
-            .write.format("delta")
-            .mode("overwrite")
-            .option("userMetadata", metadata)
-            .option("txnAppId", REMAT_APP_ID)
-            .option("txnVersion", plan.new_watermark)
-            .save(tables.base)
+        view = build_view(base, collapse(changes), plan.method, broadcast=broadcast).df
+        options = {
+            "userMetadata": metadata,
+            "txnAppId": REMAT_APP_ID,
+            "txnVersion": str(plan.new_watermark),
+        }
+        if plan.mode == "replace_where":
+            # every row of a touched part comes from the view (deletes drop out of it);
+            # the other parts' files stay as they are
+            touched = sorted(r[PART] for r in changes.select(PART).distinct().collect())
+            options["replaceWhere"] = f"{PART} IN ({', '.join(str(int(p)) for p in touched)})"
+            view = view.where(options["replaceWhere"])
+        view.select(*VIEW_COLUMNS).write.format("delta").mode("overwrite").options(**options).save(
+            tables.base
         )
     return latest_version(spark, tables.base)
+
+
+def register_sql_view(
+    spark: SparkSession,
+    tables: MorTables,
+    name: str,
+    method: str = "left_union_inserts",
+    *,
+    reader: Reader = "delta",
+) -> Pin:
+    """Expose the view to SQL as the temporary view ``name`` (``SELECT ... FROM name``).
+
+    The view is pinned like every consistent read (change table first, then the base and
+    its watermark) and reads those versions until it is registered again: call this after
+    new change batches or a rematerialisation to move it forward. A SQL view that read the
+    newest versions at each query could not follow the pinning order, and would see a
+    batch twice or not at all while a rematerialisation runs. Returns the pin.
+    """
+    view, at, _ = read_view(spark, tables, method, reader=reader)
+    view.df.select(*VIEW_COLUMNS).createOrReplaceTempView(name)
+    return at
 
 
 def delete_consumed(spark: SparkSession, tables: MorTables, plan: RematPlan) -> int:
@@ -221,6 +251,7 @@ def rematerialise(
 __all__ = [
     "BROADCAST_METHODS",
     "REMAT_APP_ID",
+    "REMAT_MODES",
     "Pin",
     "RematMode",
     "RematPlan",
@@ -231,5 +262,6 @@ __all__ = [
     "pinned_frames",
     "plan_remat",
     "read_view",
+    "register_sql_view",
     "rematerialise",
 ]

@@ -63,7 +63,8 @@ def recommend(s: pd.DataFrame, remat_every: int) -> list[dict[str, Any]]:
         append = _mean(s, rows, "mor", "write")
         remat = _mean(s, rows, "mor", "remat_overwrite")
         remat_merge = _mean(s, rows, "mor", "remat_merge")
-        remat_best = min(x for x in (remat, remat_merge, float("inf")) if x is not None)
+        remat_rw = _mean(s, rows, "mor", "remat_replace_where")
+        remat_best = min(x for x in (remat, remat_merge, remat_rw, float("inf")) if x is not None)
         if append is not None and "best_method" in rec:
             amortised = append + (remat_best / remat_every if remat_best != float("inf") else 0.0)
             read_mor = _mean(s, rows, "mor", "read_full", rec["best_method"])
@@ -117,7 +118,9 @@ def charts(t: pd.DataFrame, s: pd.DataFrame, out: Path) -> list[str]:
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
         written.append(name)
-    writes = s[s.operation.isin(["write", "remat_overwrite", "remat_merge"])].copy()
+    writes = s[
+        s.operation.isin(["write", "remat_overwrite", "remat_merge", "remat_replace_where"])
+    ].copy()
     if len(writes):
         writes["label"] = (
             writes.strategy

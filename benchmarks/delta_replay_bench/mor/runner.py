@@ -121,7 +121,7 @@ def _write(
 
 def _remat(spark: SparkSession, spec: RunSpec, root: Path, scratch: Path) -> dict[str, Any]:
     _scratch_copy(root, scratch, ["base", "changes"])
-    mode = "merge" if spec.operation == "remat_merge" else "overwrite"
+    mode = spec.operation.removeprefix("remat_")
     method = spec.method if spec.method != "-" else "left_union_inserts"
     started = time.perf_counter()
     result = rematerialise(spark, MorTables.under(str(scratch)), mode, method)  # type: ignore[arg-type]

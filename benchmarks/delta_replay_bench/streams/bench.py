@@ -94,6 +94,7 @@ def find_max(
     trigger_s: float = 1.0,
     max_probes: int = 8,
     precision: float = 0.15,
+    partitions: int = 1,
 ) -> dict[str, Any]:
     """Doubling, then bisection, over the total rate of ``streams`` baseline-only streams.
 
@@ -111,7 +112,14 @@ def find_max(
 
     def probe(total: int) -> bool:
         rate = max(1, total // streams)
-        sched = Schedule(n_baseline=streams, rate=rate, t_3x=step_s, t_9x=step_s, t_back=step_s)
+        sched = Schedule(
+            n_baseline=streams,
+            rate=rate,
+            t_3x=step_s,
+            t_9x=step_s,
+            t_back=step_s,
+            partitions=partitions,
+        )
         step_root = Path(root) / "find-max" / f"step_{len(steps) + 1:02d}_{rate * streams}"
         say(f"find-max step {len(steps) + 1}: {streams} x {rate} = {rate * streams} rows/s")
         runner = StreamsRun(
@@ -171,7 +179,11 @@ def find_max(
 
 def _schedule(args: argparse.Namespace) -> Schedule:
     return Schedule.for_run(
-        args.streams, args.rate, test_mode=args.test_mode, time_scale=args.time_scale
+        args.streams,
+        args.rate,
+        test_mode=args.test_mode,
+        time_scale=args.time_scale,
+        partitions=args.partitions,
     )
 
 
@@ -208,6 +220,7 @@ def _run(args: argparse.Namespace) -> int:
                 step_s=step,
                 trigger_s=args.trigger,
                 max_probes=args.max_probes,
+                partitions=args.partitions,
             )
             out.mkdir(parents=True, exist_ok=True)
             (out / "streams-find-max.json").write_text(json.dumps(doc, indent=1))
@@ -350,6 +363,12 @@ def register(registry: CommandRegistry) -> None:
     run.set_defaults(handler=_run)
     run.add_argument("--streams", type=int, default=REFERENCE_STREAMS, help="baseline streams N")
     run.add_argument("--rate", type=int, default=REFERENCE_RATE, help="rows/s per stream R")
+    run.add_argument(
+        "--partitions",
+        type=int,
+        default=1,
+        help="partitions of every stream's rate source (numPartitions; the reference uses 8)",
+    )
     run.add_argument(
         "--test-mode", action="store_true", help="5 streams, rate reduced by the same factor"
     )

@@ -1,7 +1,7 @@
 """Runs the streams of a :class:`Schedule` against one SparkSession and records every batch.
 
-Each stream is a rate source (``rowsPerSecond``, one partition) written with its own
-checkpoint to its own Delta table. The driver starts and stops queries at the
+Each stream is a rate source (``rowsPerSecond``, ``numPartitions`` of the schedule)
+written with its own checkpoint to its own Delta table. The driver starts and stops queries at the
 scheduled second without touching the others, collects every
 ``StreamingQueryProgress`` through a listener, prints a ``[streams]`` line every few
 seconds, keeps ``streams_state.json`` in the root up to date (for ``status``), stops
@@ -149,7 +149,7 @@ def stream_frame(spark: SparkSession, spec: StreamSpec, *, streaming: bool = Tru
         source = (
             spark.readStream.format("rate")
             .option("rowsPerSecond", spec.rate)
-            .option("numPartitions", 1)
+            .option("numPartitions", spec.partitions)
             .load()
         )
     else:

@@ -22,6 +22,7 @@ class StreamSpec:
     table: str
     stream_type: str
     rate: int
+    partitions: int = 1  # of its rate source (numPartitions)
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,13 @@ class Schedule:
     t_3x: float = 180.0
     t_9x: float = 360.0
     t_back: float = 600.0
+    partitions: int = 1  # of every stream's rate source; the reference shape uses 8
 
     def __post_init__(self) -> None:
         if self.n_baseline < 1 or self.rate < 1:
             raise ValueError("n_baseline and rate must be >= 1; pass positive --streams/--rate")
+        if self.partitions < 1:
+            raise ValueError(f"--partitions must be >= 1, got {self.partitions}")
         if not 0 < self.t_3x <= self.t_9x <= self.t_back:
             raise ValueError("phase starts must satisfy 0 < 3x <= 9x <= back; fix the timings")
 
@@ -55,6 +59,7 @@ class Schedule:
         *,
         test_mode: bool = False,
         time_scale: float = 1.0,
+        partitions: int = 1,
     ) -> Schedule:
         """The schedule of one run.
 
@@ -69,7 +74,7 @@ class Schedule:
         if test_mode and streams > TEST_MODE_STREAMS:
             rate = max(1, round(rate * TEST_MODE_STREAMS / streams))
             streams = TEST_MODE_STREAMS
-        return cls(n_baseline=streams, rate=rate).scaled(time_scale)
+        return cls(n_baseline=streams, rate=rate, partitions=partitions).scaled(time_scale)
 
     def scaled(self, factor: float) -> Schedule:
         """The same shape with every phase boundary multiplied by ``factor``."""
@@ -87,15 +92,17 @@ class Schedule:
 
     def baseline(self) -> list[StreamSpec]:
         return [
-            StreamSpec(f"baseline_{i:03d}", f"stream_table_{i:03d}", "baseline", self.rate)
+            StreamSpec(
+                f"baseline_{i:03d}", f"stream_table_{i:03d}", "baseline", self.rate, self.partitions
+            )
             for i in range(1, self.n_baseline + 1)
         ]
 
     def scale_3x(self) -> StreamSpec:
-        return StreamSpec("scale_3x", "stream_table_3x_scale", "3x", 3 * self.rate)
+        return StreamSpec("scale_3x", "stream_table_3x_scale", "3x", 3 * self.rate, self.partitions)
 
     def scale_9x(self) -> StreamSpec:
-        return StreamSpec("scale_9x", "stream_table_9x_scale", "9x", 9 * self.rate)
+        return StreamSpec("scale_9x", "stream_table_9x_scale", "9x", 9 * self.rate, self.partitions)
 
     def all_streams(self) -> list[StreamSpec]:
         return [*self.baseline(), self.scale_3x(), self.scale_9x()]
