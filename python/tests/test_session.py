@@ -93,3 +93,31 @@ def test_configure_replaces_delta_spark_from_configure_spark_with_delta_pip() ->
     assert asked[0].startswith("io.delta:delta-spark_4.2_2.13:") and asked[0] != DELTA_MAVEN
     packages = _options(delta_replay.configure(builder))["spark.jars.packages"].split(",")
     assert packages == [DELTA_MAVEN, KAFKA_SQL_MAVEN]
+
+
+def test_delta_table_to_df_routing(spark: SparkSession, tmp_path: Path) -> None:
+    """What ``DeltaTable.forPath(...).toDF()`` reads through (docs/usage.md says the same)."""
+    from delta.tables import DeltaTable
+
+    path = str(tmp_path / "t")
+    spark.range(0, 40).selectExpr("id", "id % 4 AS p").write.format("delta").partitionBy("p").save(
+        path
+    )
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id < 8")
+    df = DeltaTable.forPath(spark, path).toDF()
+    assert "DeltaReplayScan" in jdataframe(df).queryExecution().executedPlan().toString()
+    assertDataFrameEqual(df, delta_replay.read(spark, path, reader="delta"))
+    [metric] = delta_replay.scan_metrics(df.where("p = 1"))
+    assert (metric["version"], metric["liveFiles"], metric["filesAfterPartitionPruning"]) == (
+        1,
+        len(delta_replay.read(spark, path, reader="delta").inputFiles()),
+        len(delta_replay.read(spark, path, reader="delta").where("p = 1").inputFiles()),
+    )
+    # routing off for the session: the same call reads through delta-spark
+    spark.conf.set("spark.deltareplay.enabled", "false")
+    try:
+        off = DeltaTable.forPath(spark, path).toDF()
+        assert "DeltaReplayScan" not in jdataframe(off).queryExecution().executedPlan().toString()
+        assertDataFrameEqual(off, df)
+    finally:
+        spark.conf.unset("spark.deltareplay.enabled")
