@@ -23,7 +23,11 @@ from delta_replay_bench.merge_optimize.data import (
     events,
 )
 from delta_replay_bench.merge_optimize.driver import Coordinator, Driver
-from delta_replay_bench.merge_optimize.workload import add_arguments, run_mode
+from delta_replay_bench.merge_optimize.workload import (
+    MergeOptimizeConfig,
+    add_arguments,
+    run_mode,
+)
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -44,10 +48,10 @@ SHORT = [
 ]  # fmt: skip
 
 
-def _args(*extra: str) -> argparse.Namespace:
+def _args(*extra: str) -> MergeOptimizeConfig:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    return parser.parse_args([*SHORT, *extra])
+    return MergeOptimizeConfig.from_args(parser.parse_args([*SHORT, *extra]))
 
 
 def _history(spark: SparkSession, path: str) -> list[dict[str, Any]]:

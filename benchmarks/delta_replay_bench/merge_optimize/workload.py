@@ -21,6 +21,7 @@ import signal
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,38 @@ def _log(mode: str):  # noqa: ANN202 - a small closure
     return log
 
 
-def validate(args: argparse.Namespace) -> None:
+@dataclass(frozen=True)
+class MergeOptimizeConfig:
+    """One run of ``demo merge-optimize``, typed; ``add_arguments`` is its command line."""
+
+    mode: str = "both"
+    table: str | None = None
+    workdir: str | None = None
+    duration: float = 180.0
+    rows_per_second: int = 200
+    partitions: int = 2
+    pool: int = 2000
+    reuse_pct: int = 50
+    seed: int = 42
+    trigger_seconds: float = 1.0
+    optimize_every: tuple[float, float] = (15.0, 30.0)
+    stats_every: float = 10.0
+    max_retries: int = 20
+    min_batches: int = 0
+    min_optimizes: int = 0
+    min_overlaps: int = 0
+    max_seconds: float | None = None
+    out: str = "merge-optimize-out"
+    row_level_concurrency: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> MergeOptimizeConfig:
+        values = {f.name: getattr(args, f.name) for f in fields(cls)}
+        values["optimize_every"] = tuple(values["optimize_every"])
+        return cls(**values)
+
+
+def validate(args: MergeOptimizeConfig) -> None:
     """Raise ValueError naming the bad option and what to give instead."""
     checks = [
         (args.duration > 0, "--duration must be > 0 seconds"),
@@ -85,7 +117,7 @@ def validate(args: argparse.Namespace) -> None:
         sql_table_ref(args.table)
 
 
-def _paths(args: argparse.Namespace, mode: str, workdir: Path, several: bool) -> dict[str, str]:
+def _paths(args: MergeOptimizeConfig, mode: str, workdir: Path, several: bool) -> dict[str, str]:
     if args.table:
         suffix = f"_{mode}" if several else ""
         target = (args.table.rstrip("/") if is_path(args.table) else args.table) + suffix
@@ -119,7 +151,7 @@ def _guard_fresh_start(spark: SparkSession, paths: dict[str, str], location: str
 
 def run_mode(
     spark: SparkSession,
-    args: argparse.Namespace,
+    args: MergeOptimizeConfig,
     mode: str,
     workdir: Path,
     *,
@@ -240,10 +272,12 @@ def run_mode(
     return summary
 
 
-def run(args: argparse.Namespace) -> int:
+def run(namespace: argparse.Namespace) -> int:
     from delta_replay.session import local_session
 
     from .report import plot_timeline, summary_lines
+
+    args = MergeOptimizeConfig.from_args(namespace)
 
     if args.row_level_concurrency:
         print(ROW_LEVEL_CONCURRENCY)

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,73 @@ def _say(text: str) -> None:
     print(f"[replay] {text}", flush=True)
 
 
-def _synth_args(files: int, args: argparse.Namespace) -> list[str]:
+@dataclass(frozen=True)
+class ReplayConfig:
+    """One run of ``bench replay``, typed and resolved (defaults filled, lists parsed)."""
+
+    quick: bool
+    sizes: tuple[int, ...] | None
+    readers: tuple[str, ...]
+    stream_readers: tuple[str, ...]
+    measures: tuple[str, ...]
+    real_files: int
+    tables: str | None
+    out: str | None
+    merge: str | None
+    driver_memory: str
+    timeout: float
+    count_max_files: int
+    scan_max_files: int
+    partitions: int  # partition values of the synthetic tables
+    dv_share: float
+    compact_share: float
+    tail_share: float
+    tail_commits: int
+    checkpoint_parts: int
+    stream_sizes: tuple[int, ...] | None
+    cluster_sizes: tuple[int, ...] | None
+    local_cluster: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReplayConfig:
+        """From the command line; raises SystemExit naming an unknown reader or measure."""
+        readers = ",".join(READERS) if args.readers is None else args.readers
+        measures = ",".join(MEASURES) if args.measures is None else args.measures
+        default_streams = "delta-replay,kernel-v2" if args.quick else ",".join(STREAM_READERS)
+        streams = default_streams if args.stream_readers is None else args.stream_readers
+
+        def sizes(value: list[int] | None) -> tuple[int, ...] | None:
+            return None if value is None else tuple(value)
+
+        return cls(
+            quick=args.quick,
+            sizes=sizes(args.sizes),
+            readers=tuple(_split(readers, READERS, "reader(s)")),
+            stream_readers=tuple(_split(streams, STREAM_READERS, "stream reader(s)")),
+            measures=tuple(_split(measures, MEASURES, "measure(s)")),
+            real_files=(500 if args.quick else 10_000)
+            if args.real_files is None
+            else args.real_files,
+            tables=args.tables,
+            out=args.out,
+            merge=args.merge,
+            driver_memory=args.driver_memory,
+            timeout=args.timeout,
+            count_max_files=args.count_max_files,
+            scan_max_files=args.scan_max_files,
+            partitions=args.partitions,
+            dv_share=args.dv_share,
+            compact_share=args.compact_share,
+            tail_share=args.tail_share,
+            tail_commits=args.tail_commits,
+            checkpoint_parts=args.checkpoint_parts,
+            stream_sizes=sizes(args.stream_sizes),
+            cluster_sizes=sizes(args.cluster_sizes),
+            local_cluster=args.local_cluster,
+        )
+
+
+def _synth_args(files: int, args: ReplayConfig) -> list[str]:
     per_commit = min(5000, max(100, files // 50))
     return [
         f"--files={files}",
@@ -55,7 +122,7 @@ def _synth_args(files: int, args: argparse.Namespace) -> list[str]:
     ]
 
 
-def _spec(files: int, args: argparse.Namespace) -> Any:
+def _spec(files: int, args: ReplayConfig) -> Any:
     from ..synth import SynthSpec
 
     return SynthSpec(
@@ -150,7 +217,7 @@ def _row(manifest: dict[str, Any], reader: str, kind: str, master: str, result: 
     }
 
 
-def run_full(args: argparse.Namespace, root: Path, save: Save) -> list[dict[str, Any]]:
+def run_full(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]:
     sizes = list(args.sizes or FULL_SIZES)
     gen_timeout = 3600.0
     warm = _generate(root, ["--files=20", "--files-per-commit=10", "--data"], "1g", gen_timeout)
@@ -206,7 +273,7 @@ def run_full(args: argparse.Namespace, root: Path, save: Save) -> list[dict[str,
     return rows
 
 
-def run_quick(args: argparse.Namespace, root: Path, save: Save) -> list[dict[str, Any]]:
+def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]:
     """Every reader in one JVM (one session, readers switched by configuration)."""
     from delta_replay.session import local_session
 
@@ -292,16 +359,8 @@ def _split(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
     return chosen
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.real_files is None:
-        args.real_files = 500 if args.quick else 10_000
-    readers = ",".join(READERS) if args.readers is None else args.readers
-    args.readers = _split(readers, READERS, "reader(s)")
-    measures = ",".join(MEASURES) if args.measures is None else args.measures
-    args.measures = _split(measures, MEASURES, "measure(s)")
-    default_streams = "delta-replay,kernel-v2" if args.quick else ",".join(STREAM_READERS)
-    streams = default_streams if args.stream_readers is None else args.stream_readers
-    args.stream_readers = _split(streams, STREAM_READERS, "stream reader(s)")
+def run(namespace: argparse.Namespace) -> int:
+    args = ReplayConfig.from_args(namespace)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="delta-replay-bench-") as tmp:
         if args.tables:
@@ -330,7 +389,7 @@ def run(args: argparse.Namespace) -> int:
             "quick": args.quick,
             "readers": args.readers,
             "stream_readers": args.stream_readers,
-            "args": {k: v for k, v in vars(args).items() if k != "handler"},
+            "args": asdict(args),
         }
         written: list[Path] = []
 
