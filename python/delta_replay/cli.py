@@ -80,7 +80,7 @@ def _load_plugins(registry: CommandRegistry) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import quickstart
+    from . import connect, quickstart
 
     parser = argparse.ArgumentParser(
         prog="delta-replay",
@@ -99,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     registry = CommandRegistry(demo, bench)
     quickstart.register(registry)
+    connect.register(registry)
     failed = _load_plugins(registry)
     epilog = []
     if not registry.names["bench"]:

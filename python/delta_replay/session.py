@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,10 @@ def configure(
         spark = delta_replay.configure(SparkSession.builder.master("local[2]")).getOrCreate()
         spark.read.format("delta").load("/tmp/t").show()
     """
+    remote = _pending(builder, "spark.remote")
+    if remote is not None:
+        _explain_remote(remote, connector)
+        return builder
     packages = [DELTA_MAVEN, *extra_packages]
     extensions = [DELTA_EXTENSION]
     jars: list[str] = []
@@ -130,6 +135,25 @@ def configure(
     if ivy:
         builder = builder.config("spark.jars.ivy", str(Path(ivy).resolve()))
     return builder
+
+
+def _explain_remote(remote: str, connector: bool) -> None:
+    """What ``configure()`` says for a Spark Connect builder: the server holds the connector."""
+    from .connect import server_settings
+
+    try:
+        settings = server_settings() if connector else {}
+    except FileNotFoundError:
+        settings = {}
+    lines = [
+        f"[delta-replay] configure(): this builder connects to a Spark Connect server "
+        f"({remote}); the connector, delta-spark and the extensions are configured on the "
+        "server, not on this client, so the builder is returned unchanged."
+    ]
+    if settings:
+        lines.append("[delta-replay] start the server with (or: delta-replay demo connect-server):")
+        lines += [f"    --conf {key}={value}" for key, value in settings.items()]
+    print("\n".join(lines), file=sys.stderr)
 
 
 def local_session(
