@@ -142,3 +142,25 @@ def test_public_functions_answer_the_same_on_connect_and_classic(
         assert remote_text is not None, f"{key}: no error through Connect"
         for text in (classic_text, remote_text):
             assert needle in text and t[key] in text, text
+
+
+def test_configure_on_a_remote_builder_prints_the_server_settings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    builder = SparkSession.Builder().remote("sc://127.0.0.1:1")
+    before = dict(builder._options)  # noqa: SLF001 - PySpark's pending options
+    assert delta_replay.configure(builder) is builder
+    assert dict(builder._options) == before  # noqa: SLF001 - nothing set on a client
+    err = capsys.readouterr().err
+    assert "configured on the server" in err and "sc://127.0.0.1:1" in err
+    for key, value in connect.server_settings().items():
+        assert f"--conf {key}={value}" in err
+
+
+def test_connect_server_command_line() -> None:
+    command = connect.server_command(15010)
+    assert command[0].endswith("spark-submit") and connect.SERVER_CLASS in command
+    assert "spark.connect.grpc.binding.port=15010" in command
+    assert any(
+        c.startswith("spark.sql.extensions=") and "DeltaReplayExtension" in c for c in command
+    )
