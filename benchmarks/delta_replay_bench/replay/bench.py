@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .readers import READERS, STREAM_READERS
+from .report import heap_figure
 
 if TYPE_CHECKING:
     from delta_replay.cli import CommandRegistry
@@ -194,7 +195,8 @@ def _summary(row: dict[str, Any]) -> str:
         return f"planning failed: {plan['error'][:160]}"
     text = (
         f"planning {plan.get('planning_s', 0):.2f}s, {plan.get('files')} files, "
-        f"{plan.get('splits')} splits, retained heap {plan.get('retained_heap_mb', 0):.0f} MB"
+        f"{plan.get('splits')} splits, "
+        f"retained heap {heap_figure(plan.get('retained_heap_mb', 0))} MB"
     )
     for name in MEASURES:
         part = row.get(name)
