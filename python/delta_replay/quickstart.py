@@ -21,10 +21,12 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.testing import assertDataFrameEqual
 
     from .read import connector_available, read, scan_metrics
-    from .session import local_session
+    from .session import default_jvm_log, local_session
 
     started = time.monotonic()
-    spark = local_session("delta-replay-quickstart")
+    log = default_jvm_log("quickstart")
+    print(f"[quickstart] starting Spark (package resolution and JVM output: {log})", flush=True)
+    spark = local_session("delta-replay-quickstart", jvm_log=log)
     print(f"[quickstart] Spark {spark.version} up in {time.monotonic() - started:.1f}s")
     with tempfile.TemporaryDirectory(prefix="delta-replay-quickstart-") as tmp:
         path = str(Path(args.path) if args.path else Path(tmp) / "events")

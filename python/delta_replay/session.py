@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -165,11 +167,14 @@ def local_session(
     routing: bool = True,
     extra_packages: Iterable[str] = (),
     driver_memory: str = "2g",
+    jvm_log: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
     """A local SparkSession with the defaults the tools and tests use.
 
     UI off, 4 shuffle partitions. ``connector=None`` means "use the connector
-    when its jar is present".
+    when its jar is present". With ``jvm_log``, the JVM's own output (Maven
+    package resolution, Spark's log) goes to that file instead of the terminal,
+    for the JVM's whole life.
     """
     from pyspark.sql import SparkSession
 
@@ -188,9 +193,42 @@ def local_session(
     builder = configure(
         builder, connector=use_connector, routing=routing, extra_packages=extra_packages
     )
-    spark = builder.getOrCreate()
+    if jvm_log is None:
+        spark = builder.getOrCreate()
+    else:
+        with _jvm_output_to(Path(jvm_log)):
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_output_to(log: Path) -> Iterator[None]:
+    """Standard output and error of processes started inside go to ``log`` (appended).
+
+    The JVM that PySpark starts inherits them; this process's own are restored after.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    try:
+        with open(log, "ab") as sink:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def default_jvm_log(name: str) -> Path:
+    """Where a command's JVM output goes: ``$TMPDIR/delta-replay/<name>-jvm.log``."""
+    return Path(tempfile.gettempdir()) / "delta-replay" / f"{name}-jvm.log"
 
 
 __all__ = [

@@ -121,3 +121,18 @@ def test_delta_table_to_df_routing(spark: SparkSession, tmp_path: Path) -> None:
         assertDataFrameEqual(off, df)
     finally:
         spark.conf.unset("spark.deltareplay.enabled")
+
+
+def test_jvm_output_goes_to_the_log_and_the_terminal_comes_back(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    from delta_replay.session import _jvm_output_to
+
+    log = tmp_path / "logs" / "jvm.log"
+    with _jvm_output_to(log):
+        subprocess.run(["sh", "-c", "echo resolving; echo warning >&2"], check=True)
+    subprocess.run(["echo", "after"], check=True)
+    assert log.read_text().split() == ["resolving", "warning"]
+    assert capfd.readouterr().out == "after\n"

@@ -277,7 +277,7 @@ def run_full(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]
 
 def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]:
     """Every reader in one JVM (one session, readers switched by configuration)."""
-    from delta_replay.session import local_session
+    from delta_replay.session import default_jvm_log, local_session
 
     from ..synth import SynthSpec, generate, manifest
     from . import measure
@@ -286,7 +286,9 @@ def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]
     from .worker import deltars_job
 
     launched = time.time()
-    spark = local_session("bench-replay-quick", driver_memory=args.driver_memory)
+    log = default_jvm_log("bench-replay-quick")
+    _say(f"starting Spark (package resolution and JVM output: {log})")
+    spark = local_session("bench-replay-quick", driver_memory=args.driver_memory, jvm_log=log)
     process_cold = time.time() - launched
     _say(f"Spark up in {process_cold:.1f}s (one JVM for every Spark reader)")
     rows: list[dict[str, Any]] = []
