@@ -1,6 +1,7 @@
 // delta-replay: one module, the DataSourceV2 read connector.
-// Versions live here and nowhere else; python/pyproject.toml and
-// python/delta_replay/_versions.py repeat them for the Python side.
+// Dependency versions live here; python/delta_replay/_versions.py repeats them for the
+// Python side. The project's own version is the other way round: its one source is
+// VERSION in python/delta_replay/_versions.py (wheel, __version__ and this jar).
 
 val scala213 = "2.13.18" // the scala-library inside pyspark 4.2.0
 val sparkVersion = "4.2.0"
@@ -13,7 +14,14 @@ val hadoopVersion = "3.5.0"
 val awsSdkVersion = "2.35.4" // the SDK version hadoop-aws 3.5.0 is built against
 
 ThisBuild / organization := "io.deltareplay"
-ThisBuild / version := "0.1.0-SNAPSHOT"
+ThisBuild / version := {
+  val source = (ThisBuild / baseDirectory).value / "python" / "delta_replay" / "_versions.py"
+  val pep440 = """(?m)^VERSION = "([^"]+)"""".r
+    .findFirstMatchIn(IO.read(source))
+    .map(_.group(1))
+    .getOrElse(sys.error(s"no VERSION line in $source"))
+  pep440.replaceFirst("""\.dev\d+$""", "-SNAPSHOT") // Maven's spelling of a dev version
+}
 ThisBuild / scalaVersion := scala213
 ThisBuild / resolvers := Seq(Resolver.DefaultMavenRepository)
 

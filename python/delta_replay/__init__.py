@@ -12,8 +12,8 @@ Example::
 
 from __future__ import annotations
 
-from ._versions import CONNECTOR_VERSION as __version__
-from .read import Reader, connector_available, read, scan_metrics
+from ._versions import VERSION as __version__
+from .read import Reader, connector_available, connector_version, read, scan_metrics
 from .session import configure, connector_jar, local_session
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "__version__",
     "configure",
     "connector_available",
+    "connector_version",
     "connector_jar",
     "local_session",
     "read",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def jvm(spark: SparkSession) -> Any:
@@ -31,3 +32,8 @@ def has_class(spark: SparkSession, name: str) -> bool:
         return True
     except Exception:  # py4j wraps ClassNotFoundException
         return False
+
+
+def jspark_context(spark: SparkSession) -> Any:
+    """The JVM SparkContext behind ``spark`` (status store, storage info)."""
+    return spark.sparkContext._jsc.sc()  # noqa: SLF001

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pyspark.sql import DataFrame, SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 from ._jvm import has_class, jdataframe, jvm
+from .connect import is_connect
 
 Reader = Literal["delta-replay", "delta"]
 
@@ -16,8 +18,30 @@ _API_CLASS = "io.deltareplay.DeltaReplay"
 
 
 def connector_available(spark: SparkSession) -> bool:
-    """Whether the delta-replay connector is loaded in ``spark``."""
+    """Whether the delta-replay connector is loaded in ``spark``.
+
+    On a Spark Connect session: whether the server answers ``delta_replay_version()``
+    (registered by ``io.deltareplay.DeltaReplayExtension``).
+    """
+    if is_connect(spark):
+        return connector_version(spark) is not None
     return has_class(spark, _API_CLASS)
+
+
+def connector_version(spark: SparkSession) -> str | None:
+    """The version of the connector loaded in ``spark`` (on a Connect session, the
+    server's), or None when it is not loaded."""
+    if not is_connect(spark):
+        if not has_class(spark, _API_CLASS):
+            return None
+        return str(jvm(spark).io.deltareplay.DeltaReplay.version())
+    from pyspark.errors import AnalysisException
+
+    try:
+        row = spark.sql("SELECT delta_replay_version() AS v").first()
+    except AnalysisException:  # UNRESOLVED_ROUTINE: the extension is not on the server
+        return None
+    return None if row is None else str(row["v"])
 
 
 def read(
@@ -67,12 +91,21 @@ def scan_metrics(df: DataFrame) -> list[dict[str, Any]]:
     aggregate answered from the log's statistics (no data file
     read) has table, version, replayMode, filesAfterPartitionPruning and
     aggregatesFromStats (e.g. ``["count(*)"]``) instead.
+
+    On a Spark Connect session the server plans the query, through the SQL function
+    ``delta_replay_scan_metrics(TABLE(...))``; an empty list there too means the
+    connector is not on the server.
     """
     spark = df.sparkSession
     if not connector_available(spark):
         return []
+    if is_connect(spark):
+        rows = spark.sql(
+            "SELECT metrics FROM delta_replay_scan_metrics(TABLE({df})) ORDER BY scan", df=df
+        ).collect()
+        return [json.loads(r["metrics"]) for r in rows]
     text = jvm(spark).io.deltareplay.DeltaReplay.scanMetricsJson(jdataframe(df))
     return list(json.loads(text))
 
 
-__all__ = ["Reader", "connector_available", "read", "scan_metrics"]
+__all__ = ["Reader", "connector_available", "connector_version", "read", "scan_metrics"]

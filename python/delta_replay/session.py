@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
-from collections.abc import Iterable, Mapping
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 from ._versions import CONNECTOR_ARTIFACT, DELTA_MAVEN
 
@@ -37,6 +43,30 @@ def connector_jar() -> Path | None:
     return Path(candidates[0]) if candidates else None
 
 
+# delta-spark's Maven coordinates (io.delta:delta-spark_<spark>_<scala>:<version>); a user's
+# (e.g. from delta.configure_spark_with_delta_pip) is replaced by the pinned DELTA_MAVEN.
+_DELTA_COORDINATE = re.compile(r"^io\.delta:delta-(spark|core)(_[0-9.]+)*:[^:]+$")
+
+
+def _pending(builder: SparkSession.Builder, key: str) -> str | None:
+    """A configuration value already set on ``builder`` (not yet applied to a session)."""
+    options: dict[str, Any] = getattr(builder, "_options", {})  # PySpark's pending options
+    value = options.get(key)
+    return None if value is None else str(value)
+
+
+def _pending_list(builder: SparkSession.Builder, key: str) -> list[str]:
+    return [v.strip() for v in (_pending(builder, key) or "").split(",") if v.strip()]
+
+
+def _is_delta(coordinate: str) -> bool:
+    return bool(_DELTA_COORDINATE.match(coordinate))
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
 def configure(
     builder: SparkSession.Builder,
     *,
@@ -53,18 +83,32 @@ def configure(
     ``spark.read.format("delta")`` reads through the connector. Writes stay
     with delta-spark.
 
+    What the builder already has is kept: ``spark.jars``, ``spark.jars.packages``
+    and ``spark.sql.extensions`` are merged (the builder's entries first, then
+    these, without duplicates), and ``spark.sql.catalog.spark_catalog`` is set only
+    when the builder has none. A delta-spark package already there (for example
+    from ``delta.configure_spark_with_delta_pip``, which asks Maven for
+    ``io.delta:delta-spark_4.2_2.13:4.4.1``, a build that does not exist) is replaced
+    by the pinned ``io.delta:delta-spark_4.2_2.13:4.4.0``.
+
     Raises FileNotFoundError when ``connector`` is true and no jar is found;
     pass ``connector=False`` for a plain delta-spark session.
 
     Example::
 
-        from pyspark.sql import SparkSession
+        if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
         import delta_replay
         spark = delta_replay.configure(SparkSession.builder.master("local[2]")).getOrCreate()
         spark.read.format("delta").load("/tmp/t").show()
     """
+    remote = _pending(builder, "spark.remote")
+    if remote is not None:
+        _explain_remote(remote, connector)
+        return builder
     packages = [DELTA_MAVEN, *extra_packages]
     extensions = [DELTA_EXTENSION]
+    jars: list[str] = []
     if connector:
         jar = connector_jar()
         if jar is None:
@@ -73,18 +117,45 @@ def configure(
                 "(it is copied into python/delta_replay/jars), set DELTA_REPLAY_JAR, "
                 "or call configure(..., connector=False) for plain delta-spark"
             )
-        builder = builder.config("spark.jars", str(jar))
+        jars.append(str(jar))
         if routing:
             extensions.append(REPLAY_EXTENSION)
-    builder = (
-        builder.config("spark.jars.packages", ",".join(packages))
-        .config("spark.sql.extensions", ",".join(extensions))
-        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
-    )
+    user_packages = [p for p in _pending_list(builder, "spark.jars.packages") if not _is_delta(p)]
+    merged = {
+        "spark.jars": _unique([*_pending_list(builder, "spark.jars"), *jars]),
+        "spark.jars.packages": _unique([packages[0], *user_packages, *packages[1:]]),
+        "spark.sql.extensions": _unique(
+            [*_pending_list(builder, "spark.sql.extensions"), *extensions]
+        ),
+    }
+    for key, values in merged.items():
+        if values:
+            builder = builder.config(key, ",".join(values))
+    if _pending(builder, "spark.sql.catalog.spark_catalog") is None:
+        builder = builder.config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
     ivy = ivy_dir or os.environ.get("DELTA_REPLAY_IVY")
     if ivy:
         builder = builder.config("spark.jars.ivy", str(Path(ivy).resolve()))
     return builder
+
+
+def _explain_remote(remote: str, connector: bool) -> None:
+    """What ``configure()`` says for a Spark Connect builder: the server holds the connector."""
+    from .connect import server_settings
+
+    try:
+        settings = server_settings() if connector else {}
+    except FileNotFoundError:
+        settings = {}
+    lines = [
+        f"[delta-replay] configure(): this builder connects to a Spark Connect server "
+        f"({remote}); the connector, delta-spark and the extensions are configured on the "
+        "server, not on this client, so the builder is returned unchanged."
+    ]
+    if settings:
+        lines.append("[delta-replay] start the server with (or: delta-replay demo connect-server):")
+        lines += [f"    --conf {key}={value}" for key, value in settings.items()]
+    print("\n".join(lines), file=sys.stderr)
 
 
 def local_session(
@@ -96,12 +167,17 @@ def local_session(
     routing: bool = True,
     extra_packages: Iterable[str] = (),
     driver_memory: str = "2g",
+    jvm_log: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
     """A local SparkSession with the defaults the tools and tests use.
 
     UI off, 4 shuffle partitions. ``connector=None`` means "use the connector
-    when its jar is present".
+    when its jar is present". With ``jvm_log``, the JVM's own output (Maven
+    package resolution, Spark's log) goes to that file instead of the terminal,
+    for the JVM's whole life.
     """
+    from pyspark.sql import SparkSession
+
     use_connector = connector_jar() is not None if connector is None else connector
     builder = (
         SparkSession.builder.master(master)
@@ -117,9 +193,42 @@ def local_session(
     builder = configure(
         builder, connector=use_connector, routing=routing, extra_packages=extra_packages
     )
-    spark = builder.getOrCreate()
+    if jvm_log is None:
+        spark = builder.getOrCreate()
+    else:
+        with _jvm_output_to(Path(jvm_log)):
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_output_to(log: Path) -> Iterator[None]:
+    """Standard output and error of processes started inside go to ``log`` (appended).
+
+    The JVM that PySpark starts inherits them; this process's own are restored after.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    try:
+        with open(log, "ab") as sink:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def default_jvm_log(name: str) -> Path:
+    """Where a command's JVM output goes: ``$TMPDIR/delta-replay/<name>-jvm.log``."""
+    return Path(tempfile.gettempdir()) / "delta-replay" / f"{name}-jvm.log"
 
 
 __all__ = [

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from delta_replay_bench.replay.bench import merge_rows
+from delta_replay_bench.replay.report import HEAP_NOISE_MB, cell, targets
+from delta_replay_bench.synth import SynthSpec, append_commit, generate, manifest, table_version
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from delta_replay.bench.replay import merge_rows
-from delta_replay.bench.synth import SynthSpec, append_commit, generate, manifest, table_version
 from delta_replay.read import connector_available, read
 
 SPEC = SynthSpec(
@@ -200,3 +201,23 @@ def test_merge_keeps_rows_not_measured_again() -> None:
         ("v1", "stream", 3.0),
         ("kernel-v2-raised", "stream", 5.0),
     ]
+
+
+def test_report_says_a_retained_heap_within_the_noise_is_noise() -> None:
+    def row(reader: str, heap: float) -> dict[str, object]:
+        return {
+            "table": "synthetic",
+            "files": 10_000,
+            "reader": reader,
+            "kind": "batch",
+            "master": "local[2]",
+            "plan": {"planning_s": 1.0, "retained_heap_mb": heap},
+        }
+
+    assert cell(row("v1", -3.2), "plan", "retained_heap_mb") == f"<{HEAP_NOISE_MB:.0f} (noise)"
+    assert cell(row("v1", 120.4), "plan", "retained_heap_mb") == "120"
+    lines = targets([row("delta-replay-auto", -3.2), row("v1", 40.0)])
+    heap_line = next(x for x in lines if "retained heap vs V1" in x)
+    assert "noise" in heap_line and "-" not in heap_line.split(":")[1], heap_line
+    lines = targets([row("delta-replay-auto", 20.0), row("v1", 40.0)])
+    assert "0.50x" in next(x for x in lines if "retained heap vs V1" in x)

@@ -20,34 +20,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
-
-from delta_replay.cli import build_parser
-from delta_replay.workloads._kafka_batch import (
+from delta_replay_bench.kafka.batch import (
     committed_offsets,
     create_quarantine,
     create_target,
 )
-from delta_replay.workloads._kafka_broker import (
+from delta_replay_bench.kafka.broker import (
     Broker,
     OffsetProbe,
     broker_script,
     create_topic,
     produce,
 )
-from delta_replay.workloads._kafka_consume import (
+from delta_replay_bench.kafka.consume import (
     PAUSE_AFTER_COMMIT_ENV,
     ConsumerConfig,
     consume,
 )
-from delta_replay.workloads._kafka_data import LOCATIONS, Dataset, DataSpec, generate, hour_text
-from delta_replay.workloads._kafka_report import fingerprint, read_checked, verify
-from delta_replay.workloads.kafka_merge import (
+from delta_replay_bench.kafka.data import LOCATIONS, Dataset, DataSpec, generate, hour_text
+from delta_replay_bench.kafka.pipeline import (
     SESSION_CONF,
     PipelineConfig,
     default_app_id,
     run_pipeline,
 )
+from delta_replay_bench.kafka.report import fingerprint, read_checked, verify
+from pyspark.sql import DataFrame, SparkSession
+
+from delta_replay.cli import build_parser
 
 pytestmark = pytest.mark.kafka
 

@@ -15,23 +15,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
-from delta_replay.read import connector_available, read
-from delta_replay.workloads._merge_optimize_data import (
+from delta_replay_bench.merge_optimize.data import (
     VEHICLES,
     GeneratorConfig,
     create_table,
     draw_catalogue,
     events,
 )
-from delta_replay.workloads._merge_optimize_driver import Coordinator, Driver
-from delta_replay.workloads.merge_optimize import add_arguments, run_mode
+from delta_replay_bench.merge_optimize.driver import Coordinator, Driver
+from delta_replay_bench.merge_optimize.workload import (
+    MergeOptimizeConfig,
+    add_arguments,
+    run_mode,
+)
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from delta_replay.read import connector_available, read
 
 SHORT = [
     "--duration", "8",
-    "--rows-per-second", "40",
+    "--rate", "40",
     "--partitions", "1",
     "--pool", "40",
     "--reuse-pct", "50",
@@ -44,10 +48,10 @@ SHORT = [
 ]  # fmt: skip
 
 
-def _args(*extra: str) -> argparse.Namespace:
+def _args(*extra: str) -> MergeOptimizeConfig:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    return parser.parse_args([*SHORT, *extra])
+    return MergeOptimizeConfig.from_args(parser.parse_args([*SHORT, *extra]))
 
 
 def _history(spark: SparkSession, path: str) -> list[dict[str, Any]]:

@@ -7,13 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from delta_replay_bench.mor.harness import TINY, run_plan
+from delta_replay_bench.mor.plan import Plan, expand
+from delta_replay_bench.mor.prepare import prepare
+from delta_replay_bench.mor.report import recommend, report, summarise
 from pyspark.sql import SparkSession
 
 from delta_replay.cli import build_parser
-from delta_replay.workloads.mor.harness import TINY, run_plan
-from delta_replay.workloads.mor.plan import Plan, expand
-from delta_replay.workloads.mor.prepare import prepare
-from delta_replay.workloads.mor.report import recommend, report, summarise
 
 
 def test_plan_validation_and_expansion(tmp_path: Path) -> None:

@@ -20,13 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-
-from delta_replay.read import connector_available
-from delta_replay.workloads.mor.generator import ChangeGenerator, Mix, base_state, events_frame
-from delta_replay.workloads.mor.model import BASE_SCHEMA, Event, replay, state_rows
-from delta_replay.workloads.mor.remat import (
+from delta_replay_bench.mor.generator import ChangeGenerator, Mix, base_state, events_frame
+from delta_replay_bench.mor.model import BASE_SCHEMA, Event, replay, state_rows
+from delta_replay_bench.mor.remat import (
     Pin,
     commit_base,
     delete_consumed,
@@ -34,8 +30,8 @@ from delta_replay.workloads.mor.remat import (
     read_view,
     rematerialise,
 )
-from delta_replay.workloads.mor.stream import ChangeFeed, run_batches
-from delta_replay.workloads.mor.tables import (
+from delta_replay_bench.mor.stream import ChangeFeed, run_batches
+from delta_replay_bench.mor.tables import (
     MorTables,
     append_changes,
     base_pin,
@@ -43,7 +39,11 @@ from delta_replay.workloads.mor.tables import (
     create_changes,
     latest_version,
 )
-from delta_replay.workloads.mor.views import METHODS
+from delta_replay_bench.mor.views import METHODS
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from delta_replay.read import connector_available
 
 PARTS = 2
 APP = "test-mor"
@@ -220,3 +220,60 @@ def test_change_feed_stream_and_idempotent_appends(spark: SparkSession, tmp_path
     bad = events_frame(spark, [Event(1, "update", 999, {}, ("nope",))], PARTS)
     with pytest.raises(Exception, match="mor_nulled"):
         append_changes(bad, world.tables.changes, 99, APP)
+
+
+def test_replace_where_rewrites_only_the_touched_parts_and_sql_view(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The third rematerialisation method, on a base partitioned by ``part``; the SQL view."""
+    from delta_replay_bench.mor.remat import register_sql_view
+
+    parts = 4
+    tables = MorTables.under(str(tmp_path))
+    state0 = base_state(24)
+    base = spark.createDataFrame(state_rows(state0, parts), BASE_SCHEMA)
+    create_base(base, tables.base, partitioned=True)
+    create_changes(spark, tables.changes)
+    gen = ChangeGenerator(state0, seed=5, mix=Mix(insert=0.3, update=0.5, delete=0.2))
+    events = gen.events(4)
+    append_changes(events_frame(spark, events, parts), tables.changes, 0, APP)
+    expected = state_rows(replay(state0, events), parts)
+    touched = {e.id % parts for e in events}
+    assert touched and len(touched) < parts, "seed 5 should leave a part untouched"
+
+    # the view as SQL, pinned at (changes, base, watermark) like every consistent read
+    at = register_sql_view(spark, tables, "mor_view")
+    assert at.watermark == -1
+    rows = spark.sql("SELECT * FROM mor_view").collect()
+    assert sorted(tuple(r) for r in rows) == expected
+    one = spark.sql("SELECT count(*) AS n FROM mor_view WHERE part = 0").first()
+    assert one is not None and one["n"] == sum(1 for r in expected if r[2] == 0)
+
+    def files() -> dict[str, set[str]]:
+        df = spark.read.format("delta").option("deltareplay.route", "false").load(tables.base)
+        found: dict[str, set[str]] = {}
+        for path in df.inputFiles():
+            part = path.split("part=")[1].split("/")[0]
+            found.setdefault(part, set()).add(path)
+        return found
+
+    before = files()
+    result = rematerialise(spark, tables, "replace_where")
+    assert result is not None and (result.watermark_before, result.watermark_after) == (-1, 0)
+    after = files()
+    base_rows = spark.read.format("delta").option("deltareplay.route", "false")
+    assert sorted(tuple(r) for r in base_rows.load(tables.base).collect()) == expected
+    assert spark.read.format("delta").load(tables.changes).count() == 0
+    assert base_pin(spark, tables.base) == (result.base_version, 0)
+    for part in map(str, range(parts)):
+        if int(part) in touched:
+            assert not (before.get(part, set()) & after.get(part, set())), part
+        else:
+            assert before[part] == after[part], part  # untouched parts keep their files
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{tables.base}` LIMIT 1").first()
+    condition = f"part IN ({', '.join(str(p) for p in sorted(touched))})"
+    assert history is not None and history["operationParameters"]["predicate"] == condition
+    # registering again moves the SQL view to the new pin (it reads the same rows)
+    assert register_sql_view(spark, tables, "mor_view").watermark == 0
+    rows = spark.sql("SELECT * FROM mor_view").collect()
+    assert sorted(tuple(r) for r in rows) == expected

@@ -5,13 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-
-from delta_replay.workloads.mor.generator import ChangeGenerator, Mix, base_state, events_frame
-from delta_replay.workloads.mor.model import (
+from delta_replay_bench.mor.generator import ChangeGenerator, Mix, base_state, events_frame
+from delta_replay_bench.mor.model import (
     BASE_SCHEMA,
     DELETE,
     INSERT,
@@ -24,8 +19,8 @@ from delta_replay.workloads.mor.model import (
     replay,
     state_rows,
 )
-from delta_replay.workloads.mor.sizing import parse_bytes, plan_broadcast
-from delta_replay.workloads.mor.views import (
+from delta_replay_bench.mor.sizing import parse_bytes, plan_broadcast
+from delta_replay_bench.mor.views import (
     METHODS,
     build_view,
     collapse,
@@ -35,6 +30,10 @@ from delta_replay.workloads.mor.views import (
     view_left_union_inserts,
     view_rank,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 PARTS = 3
 VALUES: dict[str, Any] = {

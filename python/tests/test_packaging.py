@@ -1,53 +1,82 @@
-"""The wheel carries the connector jar, so `pip install` needs nothing else from the repo."""
+"""The wheel: it carries the connector jar, and the library alone installs and runs.
+
+The clean-venv tests make a new venv (no ``--system-site-packages``), install the wheel
+with ``--no-deps --no-index`` and run the command line in it. The quickstart test adds
+pyspark, py4j and delta-spark only (linked from this venv's site-packages, so no
+download): no extra (pandas, pyarrow, confluent-kafka, deltalake, ...) is there.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import sysconfig
+import venv
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+import delta_replay
 
 PYTHON_DIR = Path(__file__).resolve().parent.parent
 
 
-def test_wheel_ships_the_connector_jar(tmp_path: Path) -> None:
-    jars = list((PYTHON_DIR / "delta_replay" / "jars").glob("delta-replay-spark_2.13-*.jar"))
-    assert jars, "run ./dev build first: the jar is copied into delta_replay/jars"
+def _pip(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", *args], check=True)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    _pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(PYTHON_DIR))
+    [built] = list(out.glob("delta_replay-*.whl"))
+    return built
+
+
+@pytest.fixture(scope="module")
+def clean_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator[Path]:
+    """A fresh venv with the library's wheel and nothing else."""
+    root = tmp_path_factory.mktemp("venv") / "v"
+    venv.EnvBuilder(with_pip=True, system_site_packages=False).create(root)
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path / "dist"),
-            str(PYTHON_DIR),
-        ],
+        [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index"]
+        + [str(wheel)],
         check=True,
     )
-    [wheel] = list((tmp_path / "dist").glob("delta_replay-*.whl"))
+    yield root
+
+
+def _env(root: Path) -> dict[str, str]:
+    keep = ("JAVA_HOME", "HOME", "SPARK_LOCAL_IP", "TMPDIR")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env["PATH"] = f"{root / 'bin'}:/usr/bin:/bin"
+    return env
+
+
+def _run(root: Path, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(root / "bin" / cmd[0]), *cmd[1:]],
+        env=_env(root),
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_wheel_ships_the_connector_jar(wheel: Path, tmp_path: Path) -> None:
+    jars = list((PYTHON_DIR / "delta_replay" / "jars").glob("delta-replay-spark_2.13-*.jar"))
+    assert jars, "run ./dev build first: the jar is copied into delta_replay/jars"
     names = zipfile.ZipFile(wheel).namelist()
     assert f"delta_replay/jars/{jars[0].name}" in names
     assert "delta_replay/py.typed" in names
+    assert not [n for n in names if n.startswith("delta_replay_bench/")]
 
     site = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "-q",
-            "--target",
-            str(site),
-            str(wheel),
-        ],
-        check=True,
-    )
+    _pip("install", "--no-deps", "-q", "--target", str(site), str(wheel))
     probe = (
         "import delta_replay, sys; j = delta_replay.connector_jar(); "
         "print(j); sys.exit(0 if j and str(j).startswith(sys.argv[1]) else 1)"
@@ -60,3 +89,80 @@ def test_wheel_ships_the_connector_jar(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_one_version_for_wheel_jar_and_package(wheel: Path) -> None:
+    from delta_replay._versions import CONNECTOR_VERSION, VERSION, maven_version
+
+    assert delta_replay.__version__ == VERSION
+    assert wheel.name.startswith(f"delta_replay-{VERSION}-")
+    [jar] = list((PYTHON_DIR / "delta_replay" / "jars").glob("*.jar"))
+    assert jar.name == f"delta-replay-spark_2.13-{maven_version(VERSION)}.jar"
+    manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
+    assert f"Implementation-Version: {CONNECTOR_VERSION}" in manifest.splitlines()
+    with zipfile.ZipFile(wheel) as built:
+        [metadata] = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
+        assert f"Version: {VERSION}" in built.read(metadata).decode().splitlines()
+    assert maven_version("0.1.0.dev0") == "0.1.0-SNAPSHOT" and maven_version("1.2.3") == "1.2.3"
+
+
+def test_a_wheel_without_the_jar_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    source = tmp_path / "python"
+    shutil.copytree(
+        PYTHON_DIR,
+        source,
+        ignore=shutil.ignore_patterns("*.jar", "build", "tests", "*.egg-info", "__pycache__"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        + ["-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert "refusing to build a wheel without the connector jar" in out.stdout + out.stderr
+    assert not list((tmp_path / "dist").glob("*.whl"))
+
+
+def test_clean_venv_has_only_the_library(clean_venv: Path) -> None:
+    probe = "import importlib.util as u; print([m for m in ('pyspark', 'pandas', "
+    probe += "'pyarrow', 'confluent_kafka', 'deltalake', 'delta_replay_bench') if u.find_spec(m)])"
+    out = _run(clean_venv, "python", "-c", probe)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_help_and_version_in_a_clean_venv(clean_venv: Path) -> None:
+    version = f"delta-replay {delta_replay.__version__}"
+    out = _run(clean_venv, "delta-replay", "--version")
+    assert (out.returncode, out.stdout.strip()) == (0, version), out.stderr
+    for cmd in (("delta-replay", "--help"), ("python", "-m", "delta_replay", "--help")):
+        out = _run(clean_venv, *cmd)
+        assert out.returncode == 0, out.stderr
+        assert "{demo,bench}" in out.stdout and "--version" in out.stdout
+        assert "delta-replay-bench package" in out.stdout  # says where the benchmarks are
+    out = _run(clean_venv, "python", "-m", "delta_replay", "--version")
+    assert out.stdout.strip() == version
+    out = _run(clean_venv, "delta-replay", "demo", "quickstart", "--help")
+    assert out.returncode == 0 and "--commits" in out.stdout, out.stderr
+    out = _run(clean_venv, "delta-replay", "bench", "replay", "--quick")
+    assert out.returncode == 2
+    assert "no command 'bench replay'" in out.stderr and "delta-replay-bench" in out.stderr
+
+
+def test_quickstart_in_a_clean_venv(clean_venv: Path) -> None:
+    """pyspark, py4j and delta-spark (the library's dependencies) and nothing else."""
+    ours = Path(sysconfig.get_paths()["purelib"])
+    deps = clean_venv.parent / "deps"
+    deps.mkdir(exist_ok=True)
+    for pattern in ("pyspark", "pyspark-*.dist-info", "py4j", "py4j-*.dist-info", "delta"):
+        for found in ours.glob(pattern):
+            (deps / found.name).symlink_to(found)
+    for found in ours.glob("delta_spark-*.dist-info"):
+        (deps / found.name).symlink_to(found)
+    [site] = list((clean_venv / "lib").glob("python3*/site-packages"))
+    (site / "deps.pth").write_text(f"{deps}\n")
+    out = _run(clean_venv, "delta-replay", "demo", "quickstart", "--commits", "1", timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "[quickstart] delta-replay reads the same" in out.stdout

@@ -1,6 +1,5 @@
 import pytest
-
-from delta_replay.bench._streams_schedule import Schedule
+from delta_replay_bench.streams.schedule import Schedule
 
 
 def names(s: Schedule, t: float) -> set[str]:
@@ -75,7 +74,7 @@ def test_schedule_events_and_phases() -> None:
 
 
 def test_latency_trend_and_search() -> None:
-    from delta_replay.bench._streams_measure import is_behind, percentile, search_max, slope
+    from delta_replay_bench.streams.measure import is_behind, percentile, search_max, slope
 
     assert slope([0, 1, 2, 3], [1, 3, 5, 7]) == pytest.approx(2)
     assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
@@ -100,8 +99,9 @@ def test_latency_trend_and_search() -> None:
 
 def test_compressed_run(spark, tmp_path) -> None:
     """The whole schedule in 55 s: 3 baseline streams x 20 rows/s, 3x and 9x in between."""
-    from delta_replay.bench._streams_driver import session_conf
-    from delta_replay.bench.streams import run_and_report
+    from delta_replay_bench.streams.bench import run_and_report
+    from delta_replay_bench.streams.driver import session_conf
+
     from delta_replay.read import read
 
     # 3x at 12.6 s, 9x 25.2, back 42, end 54.6: on 2 cores shared with other builds a
@@ -173,8 +173,8 @@ def test_analyze_synthetic_run() -> None:
     """Measures from hand-made batches: one stream lags (growing latency) in the 9x phase."""
     from dataclasses import asdict
 
-    from delta_replay.bench._streams_driver import Batch, RunData, StreamRecord
-    from delta_replay.bench._streams_measure import analyze
+    from delta_replay_bench.streams.driver import Batch, RunData, StreamRecord
+    from delta_replay_bench.streams.measure import analyze
 
     s = Schedule(n_baseline=1, rate=10, t_3x=20, t_9x=40, t_back=60)
     data = RunData(asdict(s), duration_s=80, trigger_s=1.0, root="/nowhere", started_at="t")
@@ -207,3 +207,19 @@ def test_analyze_synthetic_run() -> None:
     assert ("scale_3x", "9x") not in per  # draining is not running in the next phase
     assert per[("baseline_001", "9x")]["behind"] and not per[("scale_9x", "9x")]["behind"]
     assert per[("baseline_001", "back")]["latency_s_p50"] == pytest.approx(1.0)
+
+
+def test_rate_source_partitions_are_configurable(spark) -> None:
+    from delta_replay_bench.streams.driver import stream_frame
+
+    from delta_replay._jvm import jdataframe
+
+    s = Schedule.for_run(3, 20, partitions=8)
+    assert {x.partitions for x in s.all_streams()} == {8}
+    assert {x.partitions for x in Schedule(n_baseline=2).all_streams()} == {1}
+    with pytest.raises(ValueError, match="--partitions"):
+        Schedule(partitions=0)
+    # the rate source of a stream is built with the schedule's numPartitions
+    frame = stream_frame(spark, s.baseline()[0])
+    plan = jdataframe(frame).queryExecution().logical().toString()
+    assert "numPartitions=8" in plan, plan

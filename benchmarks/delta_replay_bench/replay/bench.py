@@ -1,0 +1,509 @@
+"""``delta-replay bench replay``: log replay and planning cost of every reader, side by side.
+
+Readers: this connector (replay mode local, distributed, auto), delta-spark V1, delta-spark's
+Kernel-based V2 connector (``spark.databricks.delta.v2.enableMode=STRICT``) and delta-rs.
+Tables: synthetic logs of N live files (:mod:`delta_replay_bench.synth`) plus one table from
+real delta-spark appends. The full run measures each reader in a fresh process, one at a
+time (``worker``); ``--quick`` runs every reader in one JVM on a 10K-file table in a
+temporary directory. Writes ``<date>-<host>.json``, a markdown report and PNG plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .readers import READERS, STREAM_READERS
+from .report import heap_figure
+
+if TYPE_CHECKING:
+    from delta_replay.cli import CommandRegistry
+
+FULL_SIZES = (10_000, 100_000, 1_000_000)
+QUICK_FILES = 10_000
+MEASURES = ("cold_selective", "selective", "count", "full", "join", "replan")
+CLUSTER_READERS = ("delta-replay-distributed", "delta-replay-auto", "v1")
+
+Save = Callable[[list[dict[str, Any]]], None]
+
+
+def _say(text: str) -> None:
+    print(f"[replay] {text}", flush=True)
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """One run of ``bench replay``, typed and resolved (defaults filled, lists parsed)."""
+
+    quick: bool
+    sizes: tuple[int, ...] | None
+    readers: tuple[str, ...]
+    stream_readers: tuple[str, ...]
+    measures: tuple[str, ...]
+    real_files: int
+    tables: str | None
+    out: str | None
+    merge: str | None
+    driver_memory: str
+    timeout: float
+    count_max_files: int
+    scan_max_files: int
+    partitions: int  # partition values of the synthetic tables
+    dv_share: float
+    compact_share: float
+    tail_share: float
+    tail_commits: int
+    checkpoint_parts: int
+    stream_sizes: tuple[int, ...] | None
+    cluster_sizes: tuple[int, ...] | None
+    local_cluster: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReplayConfig:
+        """From the command line; raises SystemExit naming an unknown reader or measure."""
+        readers = ",".join(READERS) if args.readers is None else args.readers
+        measures = ",".join(MEASURES) if args.measures is None else args.measures
+        default_streams = "delta-replay,kernel-v2" if args.quick else ",".join(STREAM_READERS)
+        streams = default_streams if args.stream_readers is None else args.stream_readers
+
+        def sizes(value: list[int] | None) -> tuple[int, ...] | None:
+            return None if value is None else tuple(value)
+
+        return cls(
+            quick=args.quick,
+            sizes=sizes(args.sizes),
+            readers=tuple(_split(readers, READERS, "reader(s)")),
+            stream_readers=tuple(_split(streams, STREAM_READERS, "stream reader(s)")),
+            measures=tuple(_split(measures, MEASURES, "measure(s)")),
+            real_files=(500 if args.quick else 10_000)
+            if args.real_files is None
+            else args.real_files,
+            tables=args.tables,
+            out=args.out,
+            merge=args.merge,
+            driver_memory=args.driver_memory,
+            timeout=args.timeout,
+            count_max_files=args.count_max_files,
+            scan_max_files=args.scan_max_files,
+            partitions=args.partitions,
+            dv_share=args.dv_share,
+            compact_share=args.compact_share,
+            tail_share=args.tail_share,
+            tail_commits=args.tail_commits,
+            checkpoint_parts=args.checkpoint_parts,
+            stream_sizes=sizes(args.stream_sizes),
+            cluster_sizes=sizes(args.cluster_sizes),
+            local_cluster=args.local_cluster,
+        )
+
+
+def _synth_args(files: int, args: ReplayConfig) -> list[str]:
+    per_commit = min(5000, max(100, files // 50))
+    return [
+        f"--files={files}",
+        f"--files-per-commit={per_commit}",
+        f"--tail-commits={args.tail_commits}",
+        f"--tail-share={args.tail_share}",
+        f"--checkpoint-parts={args.checkpoint_parts}",
+        f"--compact-share={args.compact_share}",
+        f"--partitions={args.partitions}",
+        f"--dv-share={args.dv_share}",
+        "--data",
+    ]
+
+
+def _spec(files: int, args: ReplayConfig) -> Any:
+    from ..synth import SynthSpec
+
+    return SynthSpec(
+        files=files,
+        files_per_commit=min(5000, max(100, files // 50)),
+        tail_commits=args.tail_commits,
+        tail_share=args.tail_share,
+        checkpoint_parts=args.checkpoint_parts,
+        compact_share=args.compact_share,
+        partitions=args.partitions,
+        dv_share=args.dv_share,
+        data=True,
+    )
+
+
+def _generate(root: Path, extra: list[str], driver_memory: str, timeout_s: float) -> dict:
+    """Generates (or reuses) one table in its own process; returns its manifest."""
+    cmd = [sys.executable, "-m", "delta_replay_bench.synth", f"--root={root}", *extra]
+    cmd.append(f"--driver-memory={driver_memory}")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    found: dict | None = None
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("MANIFEST "):
+            found = json.loads(line.removeprefix("MANIFEST "))
+        else:
+            print(line, end="", flush=True)
+    if proc.wait(timeout=timeout_s) != 0 or found is None:
+        raise RuntimeError(f"table generation failed ({' '.join(cmd)}): see its output above")
+    return found
+
+
+def _run_job(job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """One measurement in a fresh Python process; errors, OOM and timeouts come back as results."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        job = {**job, "launched_at": time.time()}
+        json.dump(job, f)
+    cmd = [sys.executable, "-m", "delta_replay_bench.replay.worker", f.name]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout_s:.0f}s"}
+    finally:
+        os.unlink(f.name)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return dict(json.loads(line.removeprefix("RESULT ")))
+    lines = [x for x in proc.stderr.strip().splitlines() if "Error" in x or "Exception" in x]
+    tail = (lines or proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": f"exit {proc.returncode}: {tail[:400]}"}
+
+
+def _label(manifest: dict[str, Any]) -> str:
+    return "synthetic" if manifest.get("synthetic") else "real"
+
+
+def _summary(row: dict[str, Any]) -> str:
+    if row.get("error"):
+        return f"ERROR {row['error'][:160]}"
+    if row["kind"] == "delta-rs":
+        return f"load + list {row['load_and_list_s']:.2f}s, {row['files']} files"
+    if row["kind"] == "stream":
+        part = row.get("stream", {})
+        if "error" in part:
+            return f"stream: {part['error'][:160]}"
+        return f"first micro-batch after {part.get('first_batch_s', 0):.2f}s"
+    plan = row.get("plan", {})
+    if "error" in plan:
+        return f"planning failed: {plan['error'][:160]}"
+    text = (
+        f"planning {plan.get('planning_s', 0):.2f}s, {plan.get('files')} files, "
+        f"{plan.get('splits')} splits, "
+        f"retained heap {heap_figure(plan.get('retained_heap_mb', 0))} MB"
+    )
+    for name in MEASURES:
+        part = row.get(name)
+        if isinstance(part, dict) and "seconds" in part:
+            text += f"; {name} {part['seconds']:.2f}s"
+        elif isinstance(part, dict) and "planning_s" in part:
+            text += f"; {name} {part['planning_s']:.2f}s"
+    return text
+
+
+def _row(manifest: dict[str, Any], reader: str, kind: str, master: str, result: dict) -> dict:
+    return {
+        "table": _label(manifest),
+        "files": int(manifest["files"]),
+        "log_bytes": manifest.get("log_bytes"),
+        "reader": reader,
+        "kind": kind,
+        "master": master,
+        **result,
+    }
+
+
+def run_full(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]:
+    sizes = list(args.sizes or FULL_SIZES)
+    gen_timeout = 3600.0
+    warm = _generate(root, ["--files=20", "--files-per-commit=10", "--data"], "1g", gen_timeout)
+    manifests = [
+        _generate(root, _synth_args(n, args), args.driver_memory, gen_timeout) for n in sizes
+    ]
+    if args.real_files:
+        real = _generate(root, ["--real", f"--files={args.real_files}"], "2g", gen_timeout)
+        manifests.insert(1 if len(manifests) > 1 else len(manifests), real)
+    rows: list[dict[str, Any]] = []
+    base = {
+        "warm_table": warm["table"],
+        "driver_memory": args.driver_memory,
+        "count_max_files": args.count_max_files,
+        "scan_max_files": args.scan_max_files,
+        "measures": list(args.measures),
+        "stream_timeout_s": args.timeout,
+    }
+    # batch readers on every table first, then streams, then local-cluster: the figures the
+    # targets need come first, and the report is rewritten after every measurement
+    plan: list[tuple[dict[str, Any], str, str, str]] = []
+    for manifest in manifests:
+        for reader in args.readers:
+            kind = "delta-rs" if reader == "delta-rs" else "batch"
+            plan.append((manifest, reader, kind, "local[2]"))
+    largest = max(sizes)
+    stream_sizes = set(args.stream_sizes or [largest])
+    cluster_sizes = set(args.cluster_sizes or [largest])
+    for manifest in manifests:
+        if manifest.get("synthetic") and int(manifest["files"]) in stream_sizes:
+            for reader in args.stream_readers:
+                plan.append((manifest, reader, "stream", "local[2]"))
+    if args.local_cluster:
+        for manifest in manifests:
+            if not manifest.get("synthetic") or int(manifest["files"]) not in cluster_sizes:
+                continue
+            for reader in CLUSTER_READERS:
+                if reader in args.readers:
+                    plan.append((manifest, reader, "batch", args.local_cluster))
+    for n, (manifest, reader, kind, master) in enumerate(plan, 1):
+        label = f"{_label(manifest)} {int(manifest['files']):,} files, {reader} ({kind}, {master})"
+        _say(f"[{n}/{len(plan)}] {label} ...")
+        started = time.monotonic()
+        job = {**base, "reader": reader, "kind": kind, "master": master}
+        job.update(table=manifest["table"], manifest=manifest)
+        if master != "local[2]":
+            job["measures"] = []
+        result = _run_job(job, args.timeout)
+        row = _row(manifest, reader, kind, master, result)
+        rows.append(row)
+        _say(f"[{n}/{len(plan)}] {label}: {_summary(row)} ({time.monotonic() - started:.0f}s)")
+        save(rows)
+    return rows
+
+
+def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]:
+    """Every reader in one JVM (one session, readers switched by configuration)."""
+    from delta_replay.session import default_jvm_log, local_session
+
+    from ..synth import SynthSpec, generate, manifest
+    from . import measure
+    from .readers import switched
+    from .tables import real_table
+    from .worker import deltars_job
+
+    launched = time.time()
+    log = default_jvm_log("bench-replay-quick")
+    _say(f"starting Spark (package resolution and JVM output: {log})")
+    spark = local_session("bench-replay-quick", driver_memory=args.driver_memory, jvm_log=log)
+    process_cold = time.time() - launched
+    _say(f"Spark up in {process_cold:.1f}s (one JVM for every Spark reader)")
+    rows: list[dict[str, Any]] = []
+    try:
+        warm = generate(spark, SynthSpec(files=20, files_per_commit=10, data=True), root)
+        files = (args.sizes or [QUICK_FILES])[0]
+        tables = [manifest(generate(spark, _spec(files, args), root))]
+        if args.real_files:
+            tables.append(manifest(real_table(spark, args.real_files, root, files_per_append=100)))
+        for info in tables:
+            job = {
+                "table": info["table"],
+                "manifest": info,
+                "count_max_files": args.count_max_files,
+                "scan_max_files": args.scan_max_files,
+                "measures": list(args.measures),
+            }
+            for reader in args.readers:
+                label = f"{_label(info)} {int(info['files']):,} files, {reader}"
+                started = time.monotonic()
+                if reader == "delta-rs":
+                    try:
+                        result = deltars_job({**job, "warm_table": str(warm), "kind": "delta-rs"})
+                    except Exception as error:  # noqa: BLE001 - a failure is a result
+                        result = {"error": measure._error(error)}  # noqa: SLF001
+                    row = _row(info, reader, "delta-rs", "local[2]", result)
+                else:
+                    with switched(spark, reader):
+                        result = {"warmup": measure.warm_up(spark, reader, str(warm))}
+                        result["process_cold_s"] = process_cold
+                        result.update(measure.batch_measures(spark, reader, job))
+                    row = _row(info, reader, "batch", "local[2]", result)
+                rows.append(row)
+                _say(f"{label}: {_summary(row)} ({time.monotonic() - started:.0f}s)")
+            if not info.get("synthetic"):
+                continue
+            for reader in args.stream_readers:
+                label = f"{_label(info)} {int(info['files']):,} files, stream {reader}"
+                started = time.monotonic()
+                with switched(spark, reader, stream=True):
+                    try:
+                        part = measure.first_micro_batch(
+                            spark, reader, info["table"], root / "streams", args.timeout
+                        )
+                    except Exception as error:  # noqa: BLE001 - a refusal is a result
+                        part = {"error": measure._error(error)}  # noqa: SLF001
+                row = _row(info, reader, "stream", "local[2]", {"stream": part})
+                rows.append(row)
+                _say(f"{label}: {_summary(row)} ({time.monotonic() - started:.0f}s)")
+    finally:
+        spark.stop()
+    save(rows)
+    return rows
+
+
+def _row_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["table"], int(row["files"]), row["reader"], row["kind"], row["master"])
+
+
+def merge_rows(prior: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``prior`` with each measurement ``rows`` repeats replaced in place, then the new ones."""
+    fresh = {_row_key(r): r for r in rows}
+    merged = [fresh.pop(_row_key(r), r) for r in prior]
+    return merged + [r for r in rows if _row_key(r) in fresh]
+
+
+def _split(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    chosen = [v.strip() for v in value.split(",") if v.strip()] if value else []
+    unknown = [v for v in chosen if v not in allowed]
+    if unknown:
+        raise SystemExit(f"unknown {what} {unknown}: choose from {', '.join(allowed)}")
+    return chosen
+
+
+def run(namespace: argparse.Namespace) -> int:
+    args = ReplayConfig.from_args(namespace)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="delta-replay-bench-") as tmp:
+        if args.tables:
+            root = Path(args.tables)
+        elif args.quick:
+            root = Path(tmp) / "tables"
+        else:
+            root = Path.home() / ".cache" / "delta-replay" / "bench-tables"
+        root.mkdir(parents=True, exist_ok=True)
+        _say(f"tables under {root}")
+        from .report import failed_cells, markdown, write
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        host = socket.gethostname()
+        out = Path(args.out) if args.out else Path(tmp) / "results"
+        stem = f"{now.date().isoformat()}-{host}" + ("-quick" if args.quick else "")
+        meta = {
+            "date": now.strftime("%Y-%m-%d %H:%M UTC"),
+            "host": host,
+            "cpus": os.cpu_count(),
+            "load_avg_start": os.getloadavg()[0],
+            "driver_memory": args.driver_memory,
+            "isolation": "every Spark reader in one JVM (--quick)"
+            if args.quick
+            else "each reader measured in a fresh process, one at a time",
+            "quick": args.quick,
+            "readers": args.readers,
+            "stream_readers": args.stream_readers,
+            "args": asdict(args),
+        }
+        written: list[Path] = []
+
+        prior: list[dict[str, Any]] = []
+        if args.merge:
+            prior = list(json.loads(Path(args.merge).read_text())["rows"])
+            meta["merged_from"] = str(args.merge)
+            _say(f"keeping the {len(prior)} rows of {args.merge} this run does not re-measure")
+
+        def save(rows: list[dict[str, Any]]) -> None:
+            meta["seconds"] = time.monotonic() - started
+            written[:] = write({"meta": meta, "rows": merge_rows(prior, rows)}, out, stem)
+
+        rows = run_quick(args, root, save) if args.quick else run_full(args, root, save)
+        print(markdown({"meta": meta, "rows": merge_rows(prior, rows)}), flush=True)
+        if args.out:
+            _say("wrote " + ", ".join(str(p) for p in written))
+    failed = failed_cells(rows)
+    for line in failed:
+        _say(f"FAILED {line}")
+    if failed:
+        _say(f"{len(failed)} cell(s) failed, ran out of memory or timed out: exit 1")
+    return 1 if failed else 0
+
+
+def register(registry: CommandRegistry) -> None:
+    parser = registry.add(
+        "bench",
+        "replay",
+        "log replay and planning cost of every reader, side by side",
+        run,
+        requires=("pyarrow", "matplotlib", "deltalake"),
+        install="pip install 'delta-replay-bench[bench]'",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="one JVM, one 10K-file table in a temporary directory"
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", help="live files of the synthetic tables")
+    parser.add_argument(
+        "--readers", help=f"comma-separated subset of {','.join(READERS)} ('' for none)"
+    )
+    parser.add_argument(
+        "--stream-readers",
+        help=f"comma-separated subset of {','.join(STREAM_READERS)} ('' for none)",
+    )
+    parser.add_argument("--real-files", type=int, default=None, help="files of the real table")
+    parser.add_argument("--tables", help="cache directory of generated tables")
+    parser.add_argument("--out", help="report directory (default: print only)")
+    parser.add_argument(
+        "--merge",
+        help="an earlier result JSON: its rows are kept unless this run measures them again",
+    )
+    parser.add_argument(
+        "--measures",
+        help=(
+            f"comma-separated subset of {','.join(MEASURES)}: cold_selective is the process's "
+            "first query, the others follow cold planning ('' for none)"
+        ),
+    )
+    parser.add_argument("--driver-memory", default="4g", help="driver memory of every reader")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
+    parser.add_argument(
+        "--count-max-files",
+        type=int,
+        default=100_000,
+        help="skip the count measure of tables with more files (V1 excepted)",
+    )
+    parser.add_argument(
+        "--scan-max-files",
+        type=int,
+        default=10_000,
+        help="skip the full-scan and join measures of tables with more files",
+    )
+    parser.add_argument(
+        "--partition-values",
+        dest="partitions",
+        type=int,
+        default=20,
+        help="distinct partition values of the synthetic tables (0: unpartitioned)",
+    )
+    parser.add_argument("--dv-share", type=float, default=0.1, help="share of files with a DV")
+    parser.add_argument(
+        "--compact-share",
+        type=float,
+        default=0.05,
+        help="share of files a compaction commit removes (kept as tombstones)",
+    )
+    parser.add_argument(
+        "--tail-share",
+        type=float,
+        default=0.02,
+        help="share of files the commits after the checkpoint remove and re-add",
+    )
+    parser.add_argument(
+        "--tail-commits", type=int, default=10, help="JSON commits after the checkpoint"
+    )
+    parser.add_argument(
+        "--checkpoint-parts", type=int, default=1, help="parts of the checkpoint (1: single file)"
+    )
+    parser.add_argument(
+        "--stream-sizes", type=int, nargs="+", help="sizes with streaming runs (default: largest)"
+    )
+    parser.add_argument(
+        "--cluster-sizes",
+        type=int,
+        nargs="+",
+        help="sizes with local-cluster runs (default: largest)",
+    )
+    parser.add_argument(
+        "--local-cluster",
+        default="local-cluster[2,1,2048]",
+        help="master for the driver-heap runs of the distributed modes and V1 ('' to skip)",
+    )

@@ -1,1 +1,0 @@
-"""Benchmarks: each module registers its ``delta-replay bench`` commands."""

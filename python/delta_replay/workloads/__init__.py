@@ -1,1 +1,0 @@
-"""Workload drivers: each module registers its ``delta-replay demo``/``bench`` commands."""

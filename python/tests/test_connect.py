@@ -1,0 +1,166 @@
+"""The package from a Spark Connect client, on a real Connect server, next to a classic session.
+
+The server is pyspark's own (``SparkConnectServer`` through spark-submit) with the
+connector jar, delta-spark and both extensions (``delta_replay.connect.start_server``).
+The client runs in a subprocess: a Connect session switches PySpark's process-wide mode,
+which the shared classic session of this test run must not see.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+import delta_replay
+from delta_replay import connect
+
+CLIENT = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+    import delta_replay
+    from delta_replay.connect import is_connect
+
+    url, table, missing, unsupported, sink, ckpt = sys.argv[1:]
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    out = {"is_connect": is_connect(spark)}
+    out["available"] = delta_replay.connector_available(spark)
+    out["version"] = delta_replay.connector_version(spark)
+    routed = spark.read.format("delta").load(table).where("id < 5")
+    out["routed_ids"] = sorted(r["id"] for r in routed.collect())
+    out["metrics"] = delta_replay.scan_metrics(routed)
+    out["read_count"] = delta_replay.read(spark, table).count()
+    out["read_v0_count"] = delta_replay.read(spark, table, version=0).count()
+    q = (
+        spark.readStream.format("delta").option("maxFilesPerTrigger", "1").load(table)
+        .writeStream.format("delta").option("checkpointLocation", ckpt)
+        .trigger(availableNow=True).start(sink)
+    )
+    q.awaitTermination()
+    out["stream_count"] = spark.read.format("delta").load(sink).count()
+    out["stream_sources"] = [p["sources"][0]["description"] for p in q.recentProgress]
+    def error(path):
+        try:
+            spark.read.format("delta-replay").load(path).collect()
+        except Exception as e:
+            return str(e)
+        return None
+    out["missing_error"] = error(missing)
+    out["unsupported_error"] = error(unsupported)
+    spark.stop()
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("connect") / "server.log"
+    port = connect.free_port()
+    proc = connect.start_server(port, log=log, timeout=420)
+    try:
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _tables(spark: SparkSession, root: Path) -> dict[str, str]:
+    table = str(root / "t")
+    for i in range(3):
+        spark.range(i * 10, (i + 1) * 10).coalesce(1).write.format("delta").mode("append").save(
+            table
+        )
+    unsupported = str(root / "unsupported")
+    spark.range(3).write.format("delta").save(unsupported)
+    protocol = {
+        "protocol": {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": ["fancyNewFeature"],
+            "writerFeatures": ["fancyNewFeature"],
+        }
+    }
+    (Path(unsupported) / "_delta_log" / f"{1:020d}.json").write_text(json.dumps(protocol) + "\n")
+    return {"table": table, "missing": str(root / "nothing-here"), "unsupported": unsupported}
+
+
+def _classic_error(spark: SparkSession, path: str) -> str:
+    with pytest.raises(Exception) as caught:
+        spark.read.format("delta-replay").load(path).collect()
+    return str(caught.value)
+
+
+def test_public_functions_answer_the_same_on_connect_and_classic(
+    spark: SparkSession, server: str, tmp_path: Path
+) -> None:
+    t = _tables(spark, tmp_path)
+    args = [server, t["table"], t["missing"], t["unsupported"]]
+    args += [str(tmp_path / "sink"), str(tmp_path / "ckpt")]
+    run = subprocess.run(
+        [sys.executable, "-c", CLIENT, *args], capture_output=True, text=True, timeout=600
+    )
+    lines = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
+    assert run.returncode == 0 and lines, run.stdout[-3000:] + run.stderr[-3000:]
+    got: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+
+    assert got["is_connect"] is True
+    assert got["available"] is True
+    assert got["version"] == delta_replay.connector_version(spark)
+
+    # a routed read: V1's rows, and the same scan figures the classic session reports
+    v1 = delta_replay.read(spark, t["table"], reader="delta").where("id < 5")
+    assert got["routed_ids"] == sorted(r["id"] for r in v1.collect())
+    classic = delta_replay.scan_metrics(spark.read.format("delta").load(t["table"]).where("id < 5"))
+    assert len(got["metrics"]) == len(classic) == 1
+    for key in ("version", "liveFiles", "filesAfterPartitionPruning", "filesAfterSkipping"):
+        assert got["metrics"][0][key] == classic[0][key], key
+    assert got["metrics"][0]["filesAfterSkipping"] == 1
+
+    assert got["read_count"] == 30 and got["read_v0_count"] == 10
+
+    # a routed stream with availableNow: every row, one file per micro-batch, through our source
+    assert got["stream_count"] == 30
+    assert got["stream_sources"], "no progress reported"
+    assert all("DeltaReplayMicroBatchStream" in d for d in got["stream_sources"])
+
+    # bad input: the same clear error text as on a classic session
+    for key, needle in (("missing", "is not a Delta table"), ("unsupported", "fancyNewFeature")):
+        classic_text = _classic_error(spark, t[key])
+        remote_text = got[f"{key}_error"]
+        assert remote_text is not None, f"{key}: no error through Connect"
+        for text in (classic_text, remote_text):
+            assert needle in text and t[key] in text, text
+
+
+def test_configure_on_a_remote_builder_prints_the_server_settings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    builder = SparkSession.Builder().remote("sc://127.0.0.1:1")
+    before = dict(builder._options)  # noqa: SLF001 - PySpark's pending options
+    assert delta_replay.configure(builder) is builder
+    assert dict(builder._options) == before  # noqa: SLF001 - nothing set on a client
+    err = capsys.readouterr().err
+    assert "configured on the server" in err and "sc://127.0.0.1:1" in err
+    for key, value in connect.server_settings().items():
+        assert f"--conf {key}={value}" in err
+
+
+def test_connect_server_command_line() -> None:
+    command = connect.server_command(15010)
+    assert command[0].endswith("spark-submit") and connect.SERVER_CLASS in command
+    assert "spark.connect.grpc.binding.port=15010" in command
+    assert any(
+        c.startswith("spark.sql.extensions=") and "DeltaReplayExtension" in c for c in command
+    )
