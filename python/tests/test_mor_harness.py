@@ -27,10 +27,13 @@ def test_plan_validation_and_expansion(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must be within"):
         Plan(mix={"reinsert": 2.0})
     full = expand(Plan(runs=3))
-    # per change size: 4 methods x 2 reads + append + 1 overwrite + 1 merge + 2 cow x 3 ops
-    assert len(full) == 3 * 2 * (8 + 1 + 1 + 1 + 6)
+    # per change size: 4 methods x 2 reads + append + overwrite + merge + replaceWhere
+    # + 2 cow x 3 ops
+    assert len(full) == 3 * 2 * (8 + 1 + 1 + 1 + 1 + 6)
     assert len({s.label for s in full}) == len(full)
-    assert [s.run_no for s in full[:17]] == [1] * 17, "run 1 of everything first"
+    assert [s.run_no for s in full[:18]] == [1] * 18, "run 1 of everything first"
+    assert sum(s.operation == "remat_replace_where" for s in full) == 3 * 2
+    assert not [s for s in expand(replace(TINY, runs=1)) if s.operation == "remat_replace_where"]
     args = build_parser().parse_args(["bench", "mor", "--tiny", "--out", str(tmp_path)])
     assert args.tiny and args.handler.__name__ == "bench"
 
