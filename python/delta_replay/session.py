@@ -96,8 +96,7 @@ def configure(
 
     Example::
 
-        if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession
         import delta_replay
         spark = delta_replay.configure(SparkSession.builder.master("local[2]")).getOrCreate()
         spark.read.format("delta").load("/tmp/t").show()
