@@ -28,17 +28,13 @@ maven_repo="${KAFKA_MAVEN_REPO:-$HOME/.cache/delta-replay/kafka-m2}"
 heap="${KAFKA_HEAP:-512m}"
 start_timeout="${KAFKA_START_TIMEOUT:-120}"
 marker=".delta-replay-kafka-instance"
-java_bin="java"
-[ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] && java_bin="$JAVA_HOME/bin/java"
 
-say() { echo "[kafka] $*" >&2; }
-die() { say "error: $*"; exit 1; }
+service="kafka"
+stop_grace=30
+# shellcheck source=scripts/service.sh
+source "$root/scripts/service.sh"
 
-instance_dir() { # instance_dir [DIR] -> absolute path
-  local dir="${1:-$kafka_home/run/default}"
-  mkdir -p "$(dirname "$dir")"
-  echo "$(cd "$(dirname "$dir")" && pwd)/$(basename "$dir")"
-}
+default_dir="$kafka_home/run/default"
 
 pom_stamp() { sha256sum "$conf_dir/pom.xml" | cut -c1-16; }
 
@@ -69,19 +65,12 @@ fetch() {
 }
 
 # Is PID our broker for instance DIR? (guards against a recycled pid)
-is_our_broker() {
+is_ours() {
   local pid="$1" dir="$2"
   [ -r "/proc/$pid/cmdline" ] || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "kafka.Kafka $dir/server.properties"
 }
 
-running_pid() { # prints the pid of the broker of DIR, or fails
-  local dir="$1"
-  [ -f "$dir/pid" ] || return 1
-  local pid; pid="$(cat "$dir/pid")"
-  is_our_broker "$pid" "$dir" || return 1
-  echo "$pid"
-}
 
 free_ports() { # two distinct free TCP ports on 127.0.0.1
   python3 - <<'EOF'
@@ -106,7 +95,7 @@ cluster_id() { # a Kafka Uuid: 16 random bytes, base64url without padding
 }
 
 start() {
-  local dir; dir="$(instance_dir "${1:-}")"
+  local dir; dir="$(instance_dir "${1:-$default_dir}")"
   if pid="$(running_pid "$dir")"; then
     die "a broker is already running in $dir (pid $pid, bootstrap $(cat "$dir/bootstrap")); stop it first"
   fi
@@ -153,53 +142,12 @@ start() {
   echo "bootstrap=127.0.0.1:$port pid=$pid dir=$dir"
 }
 
-stop_pid() { # SIGTERM (controlled shutdown), then SIGKILL after 30 s
-  local pid="$1" i
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for ((i = 0; i < 150; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  say "pid $pid did not stop within 30s: killing it"
-  kill -KILL "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  die "pid $pid survived SIGKILL"
-}
 
-stop() {
-  local dir; dir="$(instance_dir "${1:-}")"
-  if [ ! -e "$dir" ]; then
-    say "no instance in $dir: nothing to stop"
-    return 0
-  fi
-  [ -f "$dir/$marker" ] || die "$dir is not a Kafka instance directory made by this script"
-  if pid="$(running_pid "$dir")"; then
-    stop_pid "$pid"
-    say "broker pid $pid stopped"
-  else
-    say "no broker running in $dir (stale files removed)"
-  fi
-  rm -rf "$dir"
-}
+stop() { stop_instance "$(instance_dir "${1:-$default_dir}")" broker; }
 
-status() {
-  local dir; dir="$(instance_dir "${1:-}")"
-  if pid="$(running_pid "$dir")"; then
-    echo "running pid=$pid bootstrap=$(cat "$dir/bootstrap") dir=$dir"
-  else
-    echo "stopped dir=$dir"
-    return 3
-  fi
-}
+status() { status_instance "$(instance_dir "${1:-$default_dir}")" bootstrap; }
 
-bootstrap() {
-  local dir; dir="$(instance_dir "${1:-}")"
-  running_pid "$dir" >/dev/null || die "no broker running in $dir: start it with $0 start"
-  cat "$dir/bootstrap"
-}
+bootstrap() { address_of "$(instance_dir "${1:-$default_dir}")" bootstrap broker; }
 
 case "${1:-help}" in
   fetch) fetch ;;

@@ -41,17 +41,13 @@ access_key="${S3PROXY_ACCESS_KEY:-delta-replay-test-key}"
 secret_key="${S3PROXY_SECRET_KEY:-delta-replay-test-secret}"
 buckets="${S3PROXY_BUCKETS:-delta-replay}"
 marker=".delta-replay-s3proxy-instance"
-java_bin="java"
-[ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ] && java_bin="$JAVA_HOME/bin/java"
 
-say() { echo "[s3proxy] $*" >&2; }
-die() { say "error: $*"; exit 1; }
+service="s3proxy"
+stop_grace=10
+# shellcheck source=scripts/service.sh
+source "$root/scripts/service.sh"
 
-instance_dir() { # instance_dir [DIR] -> absolute path
-  local dir="${1:-$home/run/default}"
-  mkdir -p "$(dirname "$dir")"
-  echo "$(cd "$(dirname "$dir")" && pwd)/$(basename "$dir")"
-}
+default_dir="$home/run/default"
 
 fetch() {
   [ -f "$jar" ] && return 0
@@ -75,19 +71,12 @@ fetch() {
   exec 9>&-
 }
 
-is_our_server() { # is PID the s3proxy of instance DIR? (guards against a recycled pid)
+is_ours() { # is PID the s3proxy of instance DIR? (guards against a recycled pid)
   local pid="$1" dir="$2"
   [ -r "/proc/$pid/cmdline" ] || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "--properties $dir/s3proxy.properties"
 }
 
-running_pid() {
-  local dir="$1"
-  [ -f "$dir/pid" ] || return 1
-  local pid; pid="$(cat "$dir/pid")"
-  is_our_server "$pid" "$dir" || return 1
-  echo "$pid"
-}
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
@@ -114,7 +103,7 @@ s3_request() { # s3_request METHOD ENDPOINT/PATH
 }
 
 start() {
-  local dir; dir="$(instance_dir "${1:-}")"
+  local dir; dir="$(instance_dir "${1:-$default_dir}")"
   if pid="$(running_pid "$dir")"; then
     die "a server is already running in $dir (pid $pid, $(cat "$dir/endpoint")); stop it first"
   fi
@@ -179,53 +168,12 @@ start() {
   echo "endpoint=$endpoint access_key=$access_key secret_key=$secret_key bucket=${bs[0]} pid=$pid dir=$dir"
 }
 
-stop_pid() { # SIGTERM, then SIGKILL after 10 s
-  local pid="$1" i
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  say "pid $pid did not stop within 10s: killing it"
-  kill -KILL "$pid" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  die "pid $pid survived SIGKILL"
-}
 
-stop() {
-  local dir; dir="$(instance_dir "${1:-}")"
-  if [ ! -e "$dir" ]; then
-    say "no instance in $dir: nothing to stop"
-    return 0
-  fi
-  [ -f "$dir/$marker" ] || die "$dir is not an s3proxy instance directory made by this script"
-  if pid="$(running_pid "$dir")"; then
-    stop_pid "$pid"
-    say "server pid $pid stopped"
-  else
-    say "no server running in $dir (stale files removed)"
-  fi
-  rm -rf "$dir"
-}
+stop() { stop_instance "$(instance_dir "${1:-$default_dir}")" server; }
 
-status() {
-  local dir; dir="$(instance_dir "${1:-}")"
-  if pid="$(running_pid "$dir")"; then
-    echo "running pid=$pid endpoint=$(cat "$dir/endpoint") dir=$dir"
-  else
-    echo "stopped dir=$dir"
-    return 3
-  fi
-}
+status() { status_instance "$(instance_dir "${1:-$default_dir}")" endpoint; }
 
-endpoint() {
-  local dir; dir="$(instance_dir "${1:-}")"
-  running_pid "$dir" >/dev/null || die "no server running in $dir: start it with $0 start"
-  cat "$dir/endpoint"
-}
+endpoint() { address_of "$(instance_dir "${1:-$default_dir}")" endpoint server; }
 
 case "${1:-help}" in
   fetch) fetch ;;
