@@ -165,7 +165,7 @@ class ObjectStoreSuite extends AnyFunSuite with DeltaOracle {
     val path = newTable("stream")
     (0 until 3).foreach(i => append(path, i * 10, (i + 1) * 10))
     withTempDir { ckpt =>
-      val seen = new java.util.concurrent.ConcurrentLinkedQueue[String]()
+      val seen = new java.util.concurrent.ConcurrentLinkedQueue[Seq[Any]]()
       def drain(): Int = {
         val q = spark.readStream
           .format("delta")
@@ -186,7 +186,7 @@ class ObjectStoreSuite extends AnyFunSuite with DeltaOracle {
           q.recentProgress.count(_.numInputRows > 0)
         } finally q.stop()
       }
-      def rows = seen.toArray(Array.empty[String]).toSeq.sorted
+      def rows = seen.toArray(Array.empty[Seq[Any]]).toSeq.sortBy(_.mkString("|"))
       assert(drain() > 1, "the initial snapshot came in one batch: maxFilesPerTrigger ignored")
       assert(rows === sorted(v1(path)))
       append(path, 100, 120)

@@ -76,7 +76,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
   test(
     "MERGE, UPDATE, DELETE (SQL and DeltaTable API) and OPTIMIZE keep working and match the extension-off result"
   ) {
-    def workload(path: String): Seq[String] = {
+    def workload(path: String): Seq[Seq[Any]] = {
       make(path, 40)
       val t = DeltaTable.forPath(spark, path)
       t.as("t")
@@ -172,7 +172,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         // routed read answers as delta-spark does (rows or the same refusal)
         val before = Map("versionAsOf" -> "0")
         assert(ours(path, before).count() === 50)
-        def outcome(df: => org.apache.spark.sql.DataFrame): Either[String, Seq[String]] =
+        def outcome(df: => org.apache.spark.sql.DataFrame): Either[String, Seq[Seq[Any]]] =
           scala.util.Try(sorted(df)).toEither.left.map(_.getClass.getName)
         assert(
           outcome(spark.read.format("delta").options(before).load(path)) ===

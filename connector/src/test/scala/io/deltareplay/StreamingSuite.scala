@@ -49,7 +49,7 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
     } finally q.stop()
   }
 
-  private def sinkRows(sink: String): Seq[String] = sorted(spark.read.format("delta").load(sink))
+  private def sinkRows(sink: String): Seq[Seq[Any]] = sorted(spark.read.format("delta").load(sink))
 
   test(
     "same rows and same batches as DeltaSource under maxFilesPerTrigger, with and without an initial snapshot"

@@ -20,4 +20,15 @@ class WiringSuite extends AnyFunSuite with SharedSparkSession {
       assert(spark.sparkContext.getConf.get("spark.ui.enabled") === "false")
     }
   }
+
+  test("the oracle compares typed values: floating point by its bits, binary by its bytes") {
+    import io.deltareplay.test.DeltaOracle.typed
+    assert(typed(-0.0) != typed(0.0))
+    assert(typed(Double.NaN) == typed(Double.NaN))
+    assert(typed(-0.0f) != typed(0.0f) && typed(1.0f) != typed(1.0))
+    assert(typed(Array[Byte](1, 2)) == typed(Array[Byte](1, 2)))
+    assert(typed(Row(1, Array[Byte](3), Seq(0.0))) != typed(Row(1, Array[Byte](3), Seq(-0.0))))
+    assert(typed(Map("k" -> Double.NaN)) == typed(Map("k" -> Double.NaN)))
+    assert(typed(BigDecimal("1.10").bigDecimal) != typed(BigDecimal("1.1").bigDecimal))
+  }
 }

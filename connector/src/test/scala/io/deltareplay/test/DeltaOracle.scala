@@ -62,15 +62,14 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   def v1(path: String, options: Map[String, String] = Map.empty): DataFrame =
     spark.read.format("delta").option("deltareplay.route", "false").options(options).load(path)
 
-  def sorted(df: DataFrame): Seq[String] = df.collect().toSeq.map(rowString).sorted
-
-  private def rowString(r: Row): String = r.toSeq
-    .map {
-      case null => "null"
-      case b: Array[Byte] => b.mkString("0x[", ",", "]")
-      case x => x.toString
-    }
-    .mkString("|")
+  /**
+   * The rows of `df` as typed values, in a stable order: floating point compared by its bits (NaN
+   * equals NaN, -0.0 differs from 0.0), binary by its bytes, structs, arrays and maps element by
+   * element; everything else by its own equality (decimals with their scale, timestamps to the
+   * microsecond).
+   */
+  def sorted(df: DataFrame): Seq[Seq[Any]] =
+    df.collect().toSeq.map(r => r.toSeq.map(DeltaOracle.typed)).sortBy(_.mkString("|"))
 
   def deltaReplayScans(df: DataFrame): Seq[DeltaReplayScan] =
     collectScans(df.queryExecution.executedPlan) {
@@ -197,4 +196,23 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
       .mkString(" / ")
 
   def latestVersion(path: String): Long = DeltaLog.forTable(spark, path).update().version
+}
+
+object DeltaOracle {
+
+  /** A floating-point value compared by its bits, shown as the number. */
+  final case class Bits(shown: String, bits: Long) {
+    override def toString: String = shown
+  }
+
+  def typed(v: Any): Any = v match {
+    case null => null
+    case d: Double => Bits(d.toString, java.lang.Double.doubleToLongBits(d))
+    case f: Float => Bits(s"${f}f", java.lang.Float.floatToIntBits(f).toLong)
+    case b: Array[Byte] => b.toSeq
+    case r: org.apache.spark.sql.Row => r.toSeq.map(typed)
+    case m: scala.collection.Map[_, _] => m.map { case (k, x) => typed(k) -> typed(x) }.toMap
+    case s: scala.collection.Seq[_] => s.map(typed).toSeq
+    case x => x
+  }
 }
