@@ -113,10 +113,7 @@ private[deltareplay] case class DeltaReaderFactory(
   /** Opens and reads `file`, turning a missing file into an error that names it. */
   private def guard[T](file: PartitionedFile)(open: => PartitionReader[T]): PartitionReader[T] = {
     def missing(e: Throwable): Boolean =
-      Iterator
-        .iterate(e)(_.getCause)
-        .takeWhile(_ != null)
-        .exists(_.isInstanceOf[FileNotFoundException])
+      Errors.causes(e).exists(_.isInstanceOf[FileNotFoundException])
     def rethrow(e: Throwable): Nothing = Errors.storeFailure(table, file.urlEncodedPath, e) match {
       case Some(storeError) => throw storeError
       case None if missing(e) => throw Errors.missingDataFile(table, version, file.urlEncodedPath)

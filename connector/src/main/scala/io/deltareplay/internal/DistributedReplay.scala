@@ -281,10 +281,7 @@ private[deltareplay] object DistributedReplay {
     }
 
   private def ours(e: Throwable): Option[Errors.DeltaReplayException] =
-    Iterator
-      .iterate(e)(_.getCause)
-      .takeWhile(_ != null)
-      .collectFirst { case d: Errors.DeltaReplayException => d }
+    Errors.causes(e).collectFirst { case d: Errors.DeltaReplayException => d }
 
   /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
   def scannedRows(plan: SparkPlan): Long = {

@@ -222,9 +222,13 @@ private[deltareplay] object Errors {
         }
     }
 
+  /** `e` and its causes, outermost first. */
+  def causes(e: Throwable): Iterator[Throwable] =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null)
+
   private def rootMessage(e: Throwable): String = {
-    val chain = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20).toSeq
-    val m = Option(chain.last.getMessage).orElse(Option(e.getMessage)).getOrElse(e.toString)
+    val m =
+      Option(causes(e).toSeq.last.getMessage).orElse(Option(e.getMessage)).getOrElse(e.toString)
     if (m.length > 300) m.take(300) + "..." else m
   }
 

@@ -75,10 +75,12 @@ private[deltareplay] object LogSegment {
     val statuses =
       try fs.listStatus(logPath).toSeq
       catch {
-        case e: java.io.IOException
-            if Errors.storeFailure(tablePath.toString, tablePath.toString, e).isDefined =>
-          throw Errors.storeFailure(tablePath.toString, tablePath.toString, e).get
-        case _: FileNotFoundException => Nil
+        case e: java.io.IOException =>
+          Errors.storeFailure(tablePath.toString, tablePath.toString, e) match {
+            case Some(storeError) => throw storeError
+            case None if e.isInstanceOf[FileNotFoundException] => Nil
+            case None => throw e
+          }
       }
     val parsed = statuses.flatMap(s => LogFiles.parse(s.getPath.getName).map(_ -> s))
     val commits = parsed.collect { case (Commit(v), s) => v -> s }.toMap

@@ -31,7 +31,7 @@ private[deltareplay] object StoreFailure {
 
   /** What went wrong in `e` (or one of its causes), if it is a store failure of a known kind. */
   def classify(e: Throwable): Option[StoreFailure] = {
-    val chain = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20).toSeq
+    val chain = Errors.causes(e).toSeq
     def named(t: Throwable, simple: String) = t.getClass.getSimpleName == simple
     def says(t: Throwable, words: Seq[String]) =
       Option(t.getMessage).exists(m => words.exists(w => m.contains(w)))

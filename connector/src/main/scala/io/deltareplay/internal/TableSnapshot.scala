@@ -45,9 +45,8 @@ private[deltareplay] object TableSnapshot {
     val (segment, meta) =
       try loadSegment(spark, listing, pinned, Set.empty)
       catch {
-        case e: Exception
-            if Errors.storeFailure(qualified.toString, qualified.toString, e).isDefined =>
-          throw Errors.storeFailure(qualified.toString, qualified.toString, e).get
+        case e: Exception =>
+          throw Errors.storeFailure(qualified.toString, qualified.toString, e).getOrElse(e)
       }
     DeltaAdapter.checkReadable(segment.table, meta)
     TableSnapshot(segment, meta, (System.nanoTime() - started) / 1000000)
