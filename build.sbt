@@ -25,6 +25,13 @@ ThisBuild / version := {
 ThisBuild / scalaVersion := scala213
 ThisBuild / resolvers := Seq(Resolver.DefaultMavenRepository)
 
+// Forked test JVMs running at once (see Test / testGrouping): 2 on this 2-core machine kind;
+// DELTAREPLAY_TEST_LANES=N changes it.
+Global / concurrentRestrictions += Tags.limit(
+  Tags.ForkedTestGroup,
+  sys.env.get("DELTAREPLAY_TEST_LANES").map(_.toInt).getOrElse(2)
+)
+
 // JDK 17 module openings Spark needs (the same list Spark's launcher adds).
 val jdk17Opens = Seq(
   "java.base/java.lang",
@@ -103,7 +110,6 @@ lazy val connector = (project in file("connector"))
       Seq(out)
     }.taskValue,
     Test / fork := true,
-    Test / parallelExecution := false,
     Test / testForkedParallel := false,
     Test / envVars := Map(
       "SPARK_HOME" -> sparkHome.value.getAbsolutePath,
@@ -140,35 +146,43 @@ lazy val connector = (project in file("connector"))
       }
       s"-Ddeltareplay.test.executorClasspath=${cp.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator)}"
     },
-    // One JVM holds one SparkContext: every *ClusterSuite (and *SmallHeapSuite) forks into its own JVM,
-    // everything else shares one JVM (and one SparkSession).
+    // One JVM holds one SparkContext: every *ClusterSuite (and *SmallHeapSuite) forks into its own
+    // JVM; the other suites share two JVMs (one SparkSession each), split by their measured run
+    // times so that the two lanes below finish together. Each JVM gets its own warehouse and Derby
+    // directories, so catalog tables of suites running at the same time never meet.
     Test / testGrouping := {
       val tests = (Test / definedTests).value
       val opts = (Test / javaOptions).value.toVector
       val env = (Test / envVars).value
-      def group(name: String, ts: Seq[TestDefinition]) =
-        Tests.Group(
-          name,
-          ts,
-          Tests.SubProcess(ForkOptions().withRunJVMOptions(opts).withEnvVars(env))
+      val scratch = target.value
+      def jvm(name: String, heap: Option[String]) = {
+        val own = opts
+          .filterNot(o => o.startsWith("-Dspark.sql.warehouse.dir=") || o.startsWith("-Dderby."))
+          .filterNot(o => heap.isDefined && o.startsWith("-Xmx")) ++ heap.toSeq ++ Seq(
+          s"-Dspark.sql.warehouse.dir=${(scratch / "spark-warehouse" / name).getAbsolutePath}",
+          s"-Dderby.system.home=${(scratch / "derby" / name).getAbsolutePath}"
         )
-      // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
-      def smallHeap(name: String, ts: Seq[TestDefinition]) = Tests.Group(
-        name,
-        ts,
-        Tests.SubProcess(
-          ForkOptions()
-            .withRunJVMOptions(opts.filterNot(_.startsWith("-Xmx")) :+ "-Xmx1g")
-            .withEnvVars(env)
-        )
-      )
+        Tests.SubProcess(ForkOptions().withRunJVMOptions(own).withEnvVars(env))
+      }
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
+      // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
-      val localGroup = if (local.isEmpty) Nil else Seq(group("local", local))
-      localGroup ++ cluster.map(t => group(t.name, Seq(t))) ++ small.map(t =>
-        smallHeap(t.name, Seq(t))
+      // The long suites of the shared JVMs (about 560 s of the 1,000): the first lane.
+      val long = Set(
+        "DifferentialSuite",
+        "SnapshotIndexSuite",
+        "ExecutorPlanningSuite",
+        "CorrectnessSuite"
       )
+      val (first, second) = local.partition(t => long(t.name.split('.').last))
+      Seq("local-1" -> first, "local-2" -> second).collect {
+        case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None))
+      } ++ cluster.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, None))) ++
+        small.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, Some("-Xmx1g"))))
     },
+    // Forked JVMs run side by side (two at a time: Global / concurrentRestrictions above). A
+    // suite drives Spark from one thread most of the time, so a second lane uses the second core.
+    Test / parallelExecution := true,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oDF"),
     publishMavenStyle := true,
     Compile / packageDoc / publishArtifact := false,
