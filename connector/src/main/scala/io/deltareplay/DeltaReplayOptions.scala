@@ -43,6 +43,22 @@ object DeltaReplayOptions {
    */
   val StateCache = "replay.stateCache.enabled"
 
+  /**
+   * Whether a read with partition or statistics filters that has no index of its table version at
+   * hand, on a log replayed as a Spark job (checkpoint plus a short tail), reads only the
+   * checkpoint adds its filters may match: the filters go into the checkpoint's Parquet read, so
+   * row groups and pages whose `stats_parsed` bounds exclude them are never decoded (default true).
+   * The index of the whole version is then built in the background ([[IndexInBackground]]).
+   */
+  val FilterCheckpoint = "replay.filterCheckpoint"
+
+  /**
+   * Whether the index of a version first read through [[FilterCheckpoint]] is built in the
+   * background for the reads after it (a Spark job in its own job group; default true, with
+   * [[StateCache]]). Off: the next read that needs the whole index builds it.
+   */
+  val IndexInBackground = "index.buildInBackground"
+
   /** Byte budget of the replay state cache (0 = a tenth of the driver's max heap). */
   val StateCacheMaxBytes = "replay.stateCache.maxBytes"
 
@@ -108,6 +124,8 @@ object DeltaReplayOptions {
   val DataSkippingKey: String = SessionPrefix + DataSkipping
   val EnabledKey: String = SessionPrefix + Enabled
   val StateCacheKey: String = SessionPrefix + StateCache
+  val FilterCheckpointKey: String = SessionPrefix + FilterCheckpoint
+  val IndexInBackgroundKey: String = SessionPrefix + IndexInBackground
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes
   val MetadataAggregatesKey: String = SessionPrefix + MetadataAggregates
@@ -124,6 +142,8 @@ object DeltaReplayOptions {
     TailFastPathMaxBytes -> (64L * 1024 * 1024).toString,
     DataSkipping -> "true",
     StateCache -> "true",
+    FilterCheckpoint -> "true",
+    IndexInBackground -> "true",
     StateCacheMaxBytes -> "0",
     StateMaxTailBytes -> (64L * 1024 * 1024).toString,
     MetadataAggregates -> "true",
@@ -147,6 +167,8 @@ object DeltaReplayOptions {
     TailFastPathMaxBytes,
     DataSkipping,
     StateCache,
+    FilterCheckpoint,
+    IndexInBackground,
     StateCacheMaxBytes,
     StateMaxTailBytes,
     MetadataAggregates,

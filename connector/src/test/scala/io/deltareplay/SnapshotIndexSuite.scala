@@ -2,9 +2,10 @@ package io.deltareplay
 
 import scala.util.Random
 
-import io.deltareplay.internal.IndexCache
+import io.deltareplay.internal.{IndexBuilds, IndexCache}
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
 import org.apache.spark.sql.delta.DeltaLog
+import org.apache.spark.sql.functions.col
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -202,6 +203,83 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
       assert(deltaReplayScans(again).head.metrics.replayMode.startsWith("incremental"))
       assert(deltaReplayScans(again).head.metrics.filesAfterSkipping === 1)
       assert(again.collect().map(_.getLong(0)).toSeq === Seq(142L))
+    }
+  }
+
+  test(
+    "a first read with filters and no index reads only the checkpoint adds they may match; the " +
+      "index follows in the background"
+  ) {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      IndexCache.clear(spark)
+      spark
+        .range(0, 400)
+        .selectExpr("id", "id % 4 AS p")
+        .repartitionByRange(16, col("id"))
+        .write
+        .format("delta")
+        .partitionBy("p")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3") // DVs, in the checkpoint
+      DeltaLog.forTable(spark, path).checkpoint()
+      // after the checkpoint: a DV update of checkpoint files, an append, a remove
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 7")
+      spark
+        .range(400, 450)
+        .selectExpr("id", "id % 4 AS p")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id < 25")
+      val live = v1LiveFiles(path, latestVersion(path)).size
+      val queries = Seq("id = 142", "id > 380 AND p = 1", "id < 30 OR id = 420", "p = 2")
+      withConf(
+        "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+        "spark.deltareplay.index.buildInBackground" -> "false"
+      ) {
+        queries.foreach { q =>
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), q)
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.replayMode.endsWith("checkpoint filtered by the query)"), s"$q: $m")
+          assert(m.index.startsWith("none kept"), s"$q: $m")
+          assert(m.liveFiles < live, s"$q: $m") // only what the filters may match
+        }
+        assert(IndexCache.usage(spark)._1 === 0) // nothing kept
+        // no filter: the whole index, kept
+        assert(sorted(ours(path)) === sorted(v1(path)))
+        assert(modeOf(path) === "cached (v4)")
+      }
+      // with the background build: the next reads find the index
+      IndexCache.clear(spark)
+      withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
+        val df = ours(path).where("id = 142")
+        assert(sorted(df) === sorted(v1(path).where("id = 142")))
+        val scan = deltaReplayScans(df).head
+        assert(scan.metrics.replayMode.endsWith("checkpoint filtered by the query)"))
+        val s = scan.snapshot
+        val deadline = System.nanoTime() + 120L * 1000000000L
+        while (
+          IndexBuilds.isRunning(s.segment.paths.root, s.meta.tableId, s.version) &&
+          System.nanoTime() < deadline
+        ) Thread.sleep(50)
+        val again = ours(path).where("id = 143")
+        assert(deltaReplayScans(again).head.metrics.replayMode === "cached (v4)")
+        assert(sorted(again) === sorted(v1(path).where("id = 143")))
+      }
+      // off: every read replays in full
+      withConf(
+        "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+        "spark.deltareplay.replay.stateCache.enabled" -> "false",
+        "spark.deltareplay.replay.filterCheckpoint" -> "false"
+      ) {
+        val df = ours(path).where("id = 142")
+        assert(deltaReplayScans(df).head.metrics.replayMode === "distributed (map-side filter)")
+        assert(deltaReplayScans(df).head.metrics.liveFiles === live)
+      }
     }
   }
 

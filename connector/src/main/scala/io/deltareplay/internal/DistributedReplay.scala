@@ -33,7 +33,8 @@ private[deltareplay] class DistributedReplay(
     segment: LogSegment,
     conf: ReadConf,
     needStats: Boolean,
-    typedStats: Option[FileEntry] = None
+    typedStats: Option[FileEntry] = None,
+    checkpointFilter: Option[CheckpointFilter] = None
 ) {
   private val reader = new LogReader(spark, segment)
   private val paths = segment.paths
@@ -79,10 +80,14 @@ private[deltareplay] class DistributedReplay(
 
   /** The label of the path [[index]] or [[liveFrame]] takes. */
   def modeLabel: String =
-    if (useFastPath) "distributed (map-side filter)" else "distributed (keyed window)"
+    if (!useFastPath) "distributed (keyed window)"
+    else if (filtersCheckpoint) "distributed (map-side filter, checkpoint filtered by the query)"
+    else "distributed (map-side filter)"
 
-  private def useFastPath: Boolean =
-    segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
+  private def useFastPath: Boolean = DistributedReplay.fastPath(segment, conf)
+
+  /** Whether the checkpoint's adds are read through [[checkpointFilter]] (fast path only). */
+  def filtersCheckpoint: Boolean = useFastPath && checkpointFilter.exists(_.filters)
 
   /**
    * The live files as a DataFrame of [[LiveFile.Schema]] that stays on the executors (stats null
@@ -109,7 +114,7 @@ private[deltareplay] class DistributedReplay(
   private def fastPathParts(): (DataFrame, LocalReplay.Reconciler) = {
     val tail = new LocalReplay.Reconciler(paths)
     tail.applyInOrder(reader.commitActions(needStats))
-    (checkpointActions().where(col("isAdd")), tail)
+    (checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd")), tail)
   }
 
   /**
@@ -179,20 +184,28 @@ private[deltareplay] class DistributedReplay(
     normalize(raw, version, col("add.stats"))
   }
 
-  /** Adds and removes of the checkpoint parts, or of a V2 checkpoint and its sidecars. */
-  private def checkpointActions(): DataFrame = {
+  /**
+   * Adds and removes of the checkpoint parts, or of a V2 checkpoint and its sidecars; with
+   * `filter`, only the adds it may keep (and whatever else it lets through), read with it pushed
+   * into Parquet.
+   */
+  private def checkpointActions(filter: Option[CheckpointFilter] = None): DataFrame = {
     val version = segment.checkpointVersion.getOrElse(return emptyActions())
     val files = segment.checkpoint ++ reader.sidecars()
     val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
     val fromJson =
       if (json.isEmpty) Nil
-      else Seq(normalize(read("json", FileAction.LogSchema, json), lit(version), col("add.stats")))
+      else {
+        val raw = filtered(read("json", FileAction.LogSchema, json), FileAction.AddType, filter)
+        Seq(normalize(raw, lit(version), col("add.stats")))
+      }
     // Parquet files with the same footer layout are read together.
     val byLayout =
       parquet.groupBy(f => CheckpointLayout.forFile(reader.footerSchema(f), needStats))
     val fromParquet = byLayout.map { case (layout, fs) =>
       val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
-      val raw = read("parquet", layout.readSchema, fs)
+      val addType = layout.readSchema("add").dataType.asInstanceOf[StructType]
+      val raw = filtered(read("parquet", layout.readSchema, fs), addType, filter)
       (layout.hasStatsParsed, statsParsed) match {
         case (true, Some(target)) =>
           // typed statistics as they are: no JSON written or parsed
@@ -213,6 +226,13 @@ private[deltareplay] class DistributedReplay(
     }
     (fromJson ++ fromParquet).reduceOption(_ unionByName _).getOrElse(emptyActions())
   }
+
+  private def filtered(
+      raw: DataFrame,
+      addType: StructType,
+      filter: Option[CheckpointFilter]
+  ): DataFrame =
+    filter.flatMap(_.column(addType)).fold(raw)(raw.where)
 
   private def normalize(
       raw: DataFrame,
@@ -238,6 +258,13 @@ private[deltareplay] class DistributedReplay(
 }
 
 private[deltareplay] object DistributedReplay {
+
+  /**
+   * Whether a replay of `segment` takes the fast path: a checkpoint and a tail of at most
+   * `tailFastPathMaxBytes` reconciled on the driver.
+   */
+  def fastPath(segment: LogSegment, conf: ReadConf): Boolean =
+    segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
 
   /** Runs `body` in a fresh delta-replay job group; returns its result and the tasks it ran. */
   def inJobGroup[T](spark: SparkSession, description: String)(body: => T): (T, Int) = {

@@ -78,24 +78,12 @@ private[deltareplay] final case class FileEntry(
       val f = LiveFile.Schema(ordinal)
       BoundReference(ordinal, f.dataType, f.nullable)
     }
-    val values = in(LiveFile.Ord.PartitionValues)
-    val partition =
-      if (partitionSchema.isEmpty) Literal.create(InternalRow.empty, partitionSchema)
-      else
-        CreateNamedStruct(
-          partitionSchema.fields.toSeq.zip(partitionPhysicalNames).flatMap { case (f, physical) =>
-            Seq(
-              Literal(f.name),
-              castPartitionValue(GetMapValue(values, Literal(physical)), f.dataType)
-            )
-          }
-        )
     Seq(
       in(LiveFile.Ord.Path),
       Coalesce(Seq(in(LiveFile.Ord.Size), Literal(0L))),
       Coalesce(Seq(in(LiveFile.Ord.ModificationTime), Literal(0L))),
       in(LiveFile.Ord.Dv),
-      partition,
+      partitionFrom(in(LiveFile.Ord.PartitionValues)),
       JsonToStructs(statsSchema, Map.empty, in(LiveFile.Ord.Stats), Some(timeZone), false)
     )
   }
@@ -121,6 +109,19 @@ private[deltareplay] final case class FileEntry(
         byName.init :+ Coalesce(Seq(UnresolvedAttributeOf(StatsParsedColumn), byName.last))
     withTyped.zip(schema.fieldNames).map { case (e, n) => SparkBridge.column(Alias(e, n)()) }
   }
+
+  /** The `partition` struct of an entry from a file action's `partitionValues` map. */
+  def partitionFrom(values: Expression): Expression =
+    if (partitionSchema.isEmpty) Literal.create(InternalRow.empty, partitionSchema)
+    else
+      CreateNamedStruct(
+        partitionSchema.fields.toSeq.zip(partitionPhysicalNames).flatMap { case (f, physical) =>
+          Seq(
+            Literal(f.name),
+            castPartitionValue(GetMapValue(values, Literal(physical)), f.dataType)
+          )
+        }
+      )
 
   /** A partition value string cast as delta-spark casts it. */
   private def castPartitionValue(raw: Expression, dataType: DataType): Expression =

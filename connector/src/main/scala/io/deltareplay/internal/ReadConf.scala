@@ -54,6 +54,8 @@ private[deltareplay] case class ReadConf(
     tailFastPathMaxBytes: Long,
     dataSkipping: Boolean,
     stateCache: Boolean,
+    filterCheckpoint: Boolean,
+    indexInBackground: Boolean,
     stateCacheBudgetBytes: Long,
     stateMaxTailBytes: Long,
     metadataAggregates: Boolean,
@@ -91,6 +93,8 @@ private[deltareplay] object ReadConf {
       tailFastPathMaxBytes = long(O.TailFastPathMaxBytes),
       dataSkipping = bool(O.DataSkipping),
       stateCache = bool(O.StateCache),
+      filterCheckpoint = bool(O.FilterCheckpoint),
+      indexInBackground = bool(O.IndexInBackground),
       stateCacheBudgetBytes = long(O.StateCacheMaxBytes) match {
         case 0L => Runtime.getRuntime.maxMemory() / 10
         case n => n

@@ -10,7 +10,8 @@ private[deltareplay] case class ReplayResult(
     mode: String,
     actionsReplayed: Long,
     millis: Long,
-    replayTasks: Int
+    replayTasks: Int,
+    narrowed: Boolean = false
 )
 
 /** What a scan's replay did, wherever it ran (the file list may never reach the driver). */
@@ -155,9 +156,80 @@ private[deltareplay] final case class ReadPolicy(
         )
     }
 
+  /**
+   * For a read with `filter` and no index at hand: the files of this version it may match, read
+   * through a [[CheckpointFilter]] (not kept: it serves this scan only); the index of the whole
+   * version is then built in the background (`index.buildInBackground`). None when that does not
+   * apply: `replay.filterCheckpoint` off, a forced replay mode, nothing to filter by, a log
+   * replayed on the driver or on the window path, an index that serves, or an index that would live
+   * on the executors.
+   */
+  def narrowedIndex(filter: FileFilter, needStats: Boolean): Option[ReplayResult] = {
+    val byQuery = CheckpointFilter(entry, filter)
+    val applies = conf.filterCheckpoint && conf.replayMode == ReplayMode.Auto && byQuery.filters &&
+      replaysDistributed && DistributedReplay.fastPath(segment, conf) &&
+      cachedState(needStats).isEmpty && home == Home.Driver
+    if (!applies) None
+    else {
+      val started = System.nanoTime()
+      val replay =
+        new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
+      val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
+      if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(this, needStats)
+      val millis = (System.nanoTime() - started) / 1000000
+      Some(ReplayResult(index, mode, actions, millis, tasks, narrowed = true))
+    }
+  }
+
   /** The planning of a scan, over the index ([[index]], or one the scan builder already has). */
   def planner(needStats: Boolean, replayedBefore: Option[ReplayResult]): ScanPlanning =
-    new ScanPlanning(this, () => replayedBefore.getOrElse(index(needStats)))
+    new ScanPlanning(
+      this,
+      () => replayedBefore.getOrElse(index(needStats)),
+      filter => if (replayedBefore.isDefined) None else narrowedIndex(filter, needStats)
+    )
+}
+
+/**
+ * Indexes being built in the background after a read through a [[CheckpointFilter]]: at most one
+ * per table version, each in a daemon thread that offers it to the session's cache when done.
+ */
+private[deltareplay] object IndexBuilds extends Logging {
+  private val running = java.util.concurrent.ConcurrentHashMap.newKeySet[(String, String, Long)]()
+
+  /** Starts building `policy`'s index unless a build of the same version is running. */
+  def start(policy: ReadPolicy, needStats: Boolean): Unit = {
+    val s = policy.snapshot
+    val key = (s.segment.paths.root, s.meta.tableId, s.version)
+    if (running.add(key)) {
+      val thread = new Thread(s"delta-replay index ${s.table} v${s.version}") {
+        override def run(): Unit =
+          try {
+            val sc = policy.spark.sparkContext
+            // not part of the query that started it (a thread inherits its local properties)
+            sc.setLocalProperty("spark.sql.execution.id", null)
+            sc.setLocalProperty("spark.jobGroup.id", null)
+            SparkSession.setActiveSession(policy.spark)
+            val built = policy.index(needStats)
+            logInfo(s"Built the index of ${s.table} v${s.version} in the background: ${built.mode}")
+          } catch {
+            case scala.util.control.NonFatal(_) if policy.spark.sparkContext.isStopped =>
+              logInfo(s"The background index build of ${s.table} v${s.version} stopped with Spark")
+            case scala.util.control.NonFatal(e) =>
+              logWarning(
+                s"Building the index of ${s.table} v${s.version} in the background failed",
+                e
+              )
+          } finally running.remove(key)
+      }
+      thread.setDaemon(true)
+      thread.start()
+    }
+  }
+
+  /** Whether a background build of this table version is running (tests). */
+  def isRunning(root: String, tableId: String, version: Long): Boolean =
+    running.contains((root, tableId, version))
 }
 
 private[deltareplay] object ReadPolicy {

@@ -14,12 +14,41 @@ private[deltareplay] final case class PlanResult(
  * or on the executors ([[ExecutorPlanning]], the file list never reaching the driver). The index is
  * got once, on first use.
  */
-private[deltareplay] final class ScanPlanning(policy: ReadPolicy, getIndex: () => ReplayResult) {
-  lazy val replay: ReplayResult = getIndex()
+private[deltareplay] final class ScanPlanning(
+    policy: ReadPolicy,
+    getIndex: () => ReplayResult,
+    narrow: FileFilter => Option[ReplayResult]
+) {
+  private var full: Option[ReplayResult] = None
+  private var narrowed: Option[Option[ReplayResult]] = None
+
+  /** The index of the whole version (got on first use). */
+  def replay: ReplayResult = synchronized {
+    full.getOrElse {
+      val r = getIndex()
+      full = Some(r)
+      r
+    }
+  }
+
+  /**
+   * The index a plan with `filter` reads: the whole version's when it is at hand, else the files
+   * the first plan's filter may match when [[ReadPolicy.narrowedIndex]] applies (a later plan of
+   * this scan only adds runtime partition filters, so those files still hold all its matches).
+   */
+  private def indexFor(filter: FileFilter): ReplayResult = synchronized {
+    full
+      .orElse(narrowed.getOrElse {
+        val n = narrow(filter)
+        narrowed = Some(n)
+        n
+      })
+      .getOrElse(replay)
+  }
 
   /** Plans with `filter`; `owner` keeps any scratch files alive while it is reachable. */
   def plan(filter: FileFilter, readPartitionSchema: StructType, owner: AnyRef): PlanResult = {
-    val r = replay
+    val r = indexFor(filter)
     r.index match {
       case index: DriverIndex =>
         val planned =
@@ -31,7 +60,8 @@ private[deltareplay] final class ScanPlanning(policy: ReadPolicy, getIndex: () =
             index.size,
             r.millis,
             r.replayTasks,
-            index.describe
+            if (r.narrowed) s"none kept: ${index.size} files the filters may match, from the log"
+            else index.describe
           )
         PlanResult(planned, summary, onExecutors = false)
       case index: ExecutorIndex =>

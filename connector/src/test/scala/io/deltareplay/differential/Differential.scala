@@ -65,7 +65,12 @@ object RunStats {
  */
 trait Differential { oracle: DeltaOracle =>
 
-  val forcedModes: Seq[String] = Seq("local", "distributed", "executors")
+  /**
+   * Modes besides `auto`: the forced replay modes, and `filtered`: every read replayed as a Spark
+   * job with no index kept, so a read with filters on a table with a checkpoint reads only the
+   * checkpoint adds they may match ([[io.deltareplay.internal.CheckpointFilter]]).
+   */
+  val forcedModes: Seq[String] = Seq("local", "distributed", "executors", "filtered")
 
   def run(dir: File, seed: Long, queries: Int, allModes: Boolean, streams: Boolean): RunStats = {
     spark.udf.register("dr_same", (s: String) => s)
@@ -86,7 +91,8 @@ trait Differential { oracle: DeltaOracle =>
     var stats = RunStats(1, 0, 0, 0, 0, Nil)
     (0 until queries).foreach { i =>
       val q = gen.next()
-      val modes = if (allModes) "auto" +: forcedModes else Seq("auto", forcedModes(i % 3))
+      val modes =
+        if (allModes) "auto" +: forcedModes else Seq("auto", forcedModes(i % forcedModes.size))
       stats = stats + check(seed, table, path, q, modes)
     }
     if (streams) stats = stats + stream(seed, table, path, r)
@@ -212,9 +218,17 @@ trait Differential { oracle: DeltaOracle =>
       }
     }
 
-  private def withMode[T](mode: String)(body: => T): T =
-    if (mode == "auto") withConf("spark.deltareplay.replay.mode" -> "auto")(body)
-    else withReplayMode(mode)(body)
+  private def withMode[T](mode: String)(body: => T): T = mode match {
+    case "auto" => withConf("spark.deltareplay.replay.mode" -> "auto")(body)
+    case "filtered" =>
+      withConf(
+        "spark.deltareplay.replay.mode" -> "auto",
+        "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+        "spark.deltareplay.replay.stateCache.enabled" -> "false",
+        "spark.deltareplay.planning.mode" -> "driver"
+      )(body)
+    case _ => withReplayMode(mode)(body)
+  }
 
   /** The query with its predicate shrunk while the difference remains. */
   private def minimal(q: Query, path: String, mode: String): String = {

@@ -220,8 +220,11 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
       }
     }
 
-  test("skipping never drops a file holding a matching row; driver and Spark jobs agree") {
-    var checked, skipped = 0L
+  test(
+    "skipping never drops a file holding a matching row; driver, Spark jobs and the checkpoint " +
+      "filter agree"
+  ) {
+    var checked, skipped, checkpointAgrees = 0L
     val millis = scala.collection.mutable.LinkedHashMap.empty[String, Long].withDefaultValue(0L)
     var mark = System.nanoTime()
     def phase(name: String): Unit = {
@@ -313,6 +316,25 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
           .toMap
 
         phase("skipping")
+        // the same filters moved onto the raw rows of a checkpoint (CheckpointFilter), as a
+        // first read without an index applies them: never dropping an add skipping keeps
+        org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint()
+        val checkpoint = new File(path, "_delta_log/00000000000000000000.checkpoint.parquet")
+        val raw = spark.read.parquet(checkpoint.getAbsolutePath)
+        val addType = raw.schema("add").dataType.asInstanceOf[StructType]
+        assert(addType.fieldNames.contains(CheckpointLayout.StatsParsedField))
+        // one pass: a column per filter (a filter that cannot move keeps every add)
+        val kept = raw
+          .where(col("add").isNotNull)
+          .select(col("add.path") +: filters.map { ff =>
+            coalesce(CheckpointFilter(entry, ff).column(addType).getOrElse(lit(true)), lit(false))
+          }: _*)
+          .collect()
+        val inCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
+          kept.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
+        }
+
+        phase("checkpoint filter")
         assert(
           matching.keySet.subsetOf(
             files.map(f => new org.apache.hadoop.fs.Path(f.path).getName).toSet
@@ -328,6 +350,11 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
               onDriver(f.path)(i) === inJob(f.path)(i),
               s"$clue driver and job differ on $name (${f.stats})"
             )
+            assert(
+              !onDriver(f.path)(i) || inCheckpoint(i).contains(f.path),
+              s"$clue the checkpoint filter dropped $name, which skipping keeps (${f.stats})"
+            )
+            if (inCheckpoint(i).contains(f.path) == onDriver(f.path)(i)) checkpointAgrees += 1
             if (rowsMatch) {
               assert(
                 onDriver(f.path)(i),
@@ -342,6 +369,9 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
     }
     info(s"time by phase (ms): ${millis.mkString(", ")}")
     info(s"seed $seed: $checked (file, predicate) pairs checked, $skipped skipped")
+    info(s"the checkpoint filter decided as skipping does on $checkpointAgrees of them")
+    // with stats_parsed in the checkpoint it is as selective as skipping on the entries
+    assert(checkpointAgrees > checked * 9 / 10, s"seed $seed: $checkpointAgrees of $checked")
     // the property is not vacuous: the rules do skip files
     assert(skipped > checked / 10, s"seed $seed: only $skipped of $checked skipped")
   }

@@ -1,0 +1,128 @@
+package io.deltareplay.internal
+
+import org.apache.spark.sql.Column
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.deltareplay.SparkBridge
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * A scan's [[FileFilter]] moved from index entries onto the raw rows of a checkpoint, so that a
+ * read without an index decodes only the checkpoint adds its filters may match.
+ *
+ * Two conjuncts, both over the checkpoint's `add` struct:
+ *   - exact: the entry predicate with each entry column replaced by where the checkpoint holds it:
+ *     the partition struct cast from `add.partitionValues` as [[FileEntry]] casts it, each
+ *     statistic from `add.stats_parsed` when the checkpoint has that field with the entry's type,
+ *     else a null (which the rules of [[DataSkipping]] read as "may match"). On a row whose
+ *     `stats_parsed` is null (statistics only as JSON) it keeps the file, so it never drops an add
+ *     the entry predicate keeps.
+ *   - pushable: a weaker form of the statistics part that Spark can hand to Parquet (comparisons of
+ *     a column with a literal, each allowed to be null, in ANDs and ORs), so row groups and pages
+ *     whose min/max exclude every match are never decoded.
+ *
+ * Only adds are meant to pass: removes and other actions may be dropped (the fast path of
+ * [[DistributedReplay]] keeps only the checkpoint's adds).
+ */
+private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter: FileFilter) {
+
+  /** Whether there is anything to filter by. */
+  def filters: Boolean = filter.prunes || filter.skips
+
+  /** The filter over a checkpoint whose `add` struct is `addType`; None when it cannot move. */
+  def column(addType: StructType): Option[Column] = {
+    val statsType = addType.fields
+      .find(_.name == CheckpointLayout.StatsParsedField)
+      .map(_.dataType)
+    val predicate = and(filter.prune, filter.skip)
+    val exact = onCheckpoint(predicate, statsType)
+    val pushable = exact.map(_ => onCheckpoint(filter.skip, statsType).map(CheckpointFilter.relax))
+    for {
+      e <- exact
+      p <- pushable
+    } yield SparkBridge.column(p.fold(e)(pushed => and(pushed, e)))
+  }
+
+  private def and(a: Expression, b: Expression): Expression = (a, b) match {
+    case (Literal.TrueLiteral, x) => x
+    case (x, Literal.TrueLiteral) => x
+    case _ => And(a, b)
+  }
+
+  private val partitionAttr = entry.attribute("partition")
+  private val statsAttr = entry.attribute("stats")
+
+  /** `e` with entry columns replaced by the checkpoint's; None if it uses another entry column. */
+  private def onCheckpoint(e: Expression, statsType: Option[DataType]): Option[Expression] = {
+    val partition = entry.partitionFrom(UnresolvedAttribute(Seq("add", "partitionValues")))
+    val moved = e.transformDown {
+      case g: GetStructField if statsPath(g).isDefined =>
+        val names = statsPath(g).get
+        val found = statsType.flatMap(t => CheckpointFilter.fieldType(t, names))
+        if (found.contains(g.dataType)) UnresolvedAttribute("add" +: "stats_parsed" +: names)
+        else Literal(null, g.dataType)
+      case a: AttributeReference if a.exprId == partitionAttr.exprId => partition
+    }
+    if (moved.exists(_.isInstanceOf[AttributeReference])) None else Some(moved)
+  }
+
+  /** The field names from the entry's `stats` down to `g`, when `g` is a field of it. */
+  private def statsPath(g: Expression): Option[Seq[String]] = g match {
+    case a: AttributeReference if a.exprId == statsAttr.exprId => Some(Vector.empty)
+    case GetStructField(child, ordinal, _) =>
+      statsPath(child).map(_ :+ child.dataType.asInstanceOf[StructType](ordinal).name)
+    case _ => None
+  }
+}
+
+private[deltareplay] object CheckpointFilter {
+
+  /** The type of the field at `names` inside `t`, if there is one. */
+  def fieldType(t: DataType, names: Seq[String]): Option[DataType] = names match {
+    case Seq() => Some(t)
+    case head +: rest =>
+      t match {
+        case s: StructType =>
+          s.fields.find(_.name == head).flatMap(f => fieldType(f.dataType, rest))
+        case _ => None
+      }
+  }
+
+  /**
+   * A predicate at least as permissive as `e` (true wherever `e` is true or null) in the shapes
+   * Spark translates to Parquet filters; true where nothing simpler is known. `coalesce(x, true)`
+   * over comparisons of a column with a literal becomes `(col IS NULL OR x)` per comparison: with
+   * AND and OR of such comparisons, the whole is false exactly when some needed comparison is false
+   * on a non-null value, as the coalesce is.
+   */
+  def relax(e: Expression): Expression = e match {
+    case And(l, r) => And(relax(l), relax(r))
+    case Or(l, r) => Or(relax(l), relax(r))
+    // skipAllNull: dropping the "every value is null" test only lets more through
+    case If(_, Literal.FalseLiteral, rest) => relax(rest)
+    case Coalesce(Seq(x, Literal.TrueLiteral)) => nullOrTrue(x)
+    case c: BinaryComparison if isColumnVsLiteral(c) => c
+    case _ => Literal.TrueLiteral
+  }
+
+  private def nullOrTrue(e: Expression): Expression = e match {
+    case And(l, r) => And(nullOrTrue(l), nullOrTrue(r))
+    case Or(l, r) => Or(nullOrTrue(l), nullOrTrue(r))
+    case c: BinaryComparison if isColumnVsLiteral(c) =>
+      val column = if (c.left.isInstanceOf[Literal]) c.right else c.left
+      Or(IsNull(column), c)
+    case _ => Literal.TrueLiteral
+  }
+
+  private def isColumnVsLiteral(c: BinaryComparison): Boolean =
+    (c.left, c.right) match {
+      case (_: Literal, r) => isColumn(r)
+      case (l, _: Literal) => isColumn(l)
+      case _ => false
+    }
+
+  private def isColumn(e: Expression): Boolean = e match {
+    case _: UnresolvedAttribute => true
+    case _ => false
+  }
+}
