@@ -137,6 +137,7 @@ private[deltareplay] final case class DeltaReplayScan(
       .orElse(spark.conf.getOption("spark.deltareplay." + StreamingStorageLevel))
       .map(ReadConf.storageLevel(StreamingStorageLevel, _))
       .getOrElse(conf.indexStorageLevel)
+    streamed = true
     new DeltaReplayMicroBatchStream(spark, snapshot, StreamOptions(options), conf, level)
   }
 
@@ -155,7 +156,20 @@ private[deltareplay] final case class DeltaReplayScan(
       metadata = metadataSchema.getOrElse(new StructType())
     )
 
-  override def estimateStatistics(): Statistics = {
+  /** Set when Spark reads this scan as a stream: it is then never planned as a batch. */
+  @volatile private var streamed = false
+
+  override def estimateStatistics(): Statistics =
+    if (streamed) {
+      // Spark asks a micro-batch relation's scan for statistics; planning the whole table version
+      // for them would cost the first micro-batch a full batch plan
+      new Statistics {
+        override def sizeInBytes(): OptionalLong = OptionalLong.empty()
+        override def numRows(): OptionalLong = OptionalLong.empty()
+      }
+    } else batchStatistics
+
+  private def batchStatistics: Statistics = {
     val p = planned.planned
     new Statistics {
       override def sizeInBytes(): OptionalLong = OptionalLong.of(p.bytesAfterSkipping)

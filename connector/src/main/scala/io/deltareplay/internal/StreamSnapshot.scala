@@ -15,8 +15,9 @@ import org.apache.spark.unsafe.types.UTF8String
  * DeltaSource (so a checkpoint written by either source resumes on the other). Read off the index
  * itself, with no second copy of the file list:
  *
- *   - index on the driver: its live rows are sorted by (modificationTime, path) once, as an array
- *     of row positions (4 bytes a file);
+ *   - index on the driver: its live rows are ordered by modification time in one primitive sort,
+ *     and each run of equal times by path only when a read reaches it
+ *     ([[StreamSnapshot.DriverOrder]]; 20 bytes a file);
  *   - index on the executors: no total order is built. A micro-batch takes its files from a slice:
  *     the next `sliceFiles` files after the previous slice's last key, found in one pass over the
  *     persisted index (each task keeps its smallest keys above the bound, the driver merges). The
@@ -53,18 +54,10 @@ private[deltareplay] final class StreamSnapshot(
 
   // ---------------------------------------------------------------- index on the driver
 
-  /** Live positions of a driver index in snapshot order. */
-  private lazy val order: Array[Int] = index match {
-    case d: DriverIndex =>
-      val positions = mutable.ArrayBuilder.make[Int]
-      d.foreachLive((_, p) => positions += p)
-      val keys = positions.result().map { p =>
-        val r = d.row(p)
-        (r.getLong(entry.Ord.ModificationTime), pathKey(r), p)
-      }
-      java.util.Arrays.sort(keys, StreamSnapshot.KeyOrdering)
-      keys.map(_._3)
-    case _ => Array.empty
+  /** The driver index's files in snapshot order (sorted as far as reads have asked). */
+  private lazy val order: StreamSnapshot.DriverOrder = index match {
+    case d: DriverIndex => StreamSnapshot.DriverOrder(d, pathKey)
+    case _ => null
   }
 
   private def pathKey(r: InternalRow): UTF8String = {
@@ -118,7 +111,8 @@ private[deltareplay] final class StreamSnapshot(
     if (from > to) return Nil
     index match {
       case d: DriverIndex =>
-        (from to to).map(i => i -> keep(d.row(order(i.toInt))))
+        order.sortThrough(to.toInt)
+        (from to to).map(i => i -> keep(d.row(order.position(i.toInt))))
       case e: ExecutorIndex =>
         val out = mutable.ArrayBuffer.empty[(Long, KeptFile)]
         var i = from
@@ -153,10 +147,7 @@ private[deltareplay] final class StreamSnapshot(
   def remaining(after: Long): (Long, Long) = synchronized {
     val files = math.max(0L, size - (after + 1))
     val bytes = index match {
-      case d: DriverIndex =>
-        (math.max(0L, after + 1) until size).iterator
-          .map(i => d.row(order(i.toInt)).getLong(entry.Ord.Size))
-          .sum
+      case _: DriverIndex => order.bytesAfter(after)
       case e: ExecutorIndex =>
         val newest = slices.headOption
         numbered match {
@@ -190,6 +181,109 @@ private[deltareplay] final class StreamSnapshot(
 }
 
 private[deltareplay] object StreamSnapshot {
+
+  /**
+   * A driver index's live files in (modificationTime, path) order, built for the first micro-batch
+   * in one primitive sort: positions sorted by modification time (packed with the time into one
+   * long when the times span few enough bits, else compared), then each run of equal times sorted
+   * by path key only when a read reaches it ([[sortThrough]]), so the first batch of a table whose
+   * files share a few commit times sorts one run, not every path.
+   */
+  final class DriverOrder private (
+      positions: Array[Int],
+      times: Array[Long],
+      sizes: Array[Long],
+      pathKey: InternalRow => UTF8String,
+      index: DriverIndex
+  ) {
+    private var sorted = 0 // positions below this are in final order
+    private var prefixUpTo = 0 // bytes of the files below this index, in `prefixBytes`
+    private var prefixBytes = 0L
+    private val totalBytes = sizes.sum
+
+    def size: Int = positions.length
+
+    /** The index position of the file numbered `i` (call [[sortThrough]] `i` first). */
+    def position(i: Int): Int = positions(i)
+
+    /** Puts the files numbered 0..`i` in their final order. */
+    def sortThrough(i: Int): Unit =
+      while (sorted <= math.min(i, size - 1)) {
+        var end = sorted + 1
+        while (end < size && times(end) == times(sorted)) end += 1
+        if (end - sorted > 1) sortRunByPath(sorted, end)
+        sorted = end
+      }
+
+    private def sortRunByPath(from: Int, until: Int): Unit = {
+      val run = (from until until).map { i =>
+        (pathKey(index.row(positions(i))), positions(i), sizes(i))
+      }.toArray
+      java.util.Arrays.sort(
+        run,
+        (a: (UTF8String, Int, Long), b: (UTF8String, Int, Long)) => a._1.binaryCompare(b._1)
+      )
+      var k = 0
+      while (k < run.length) {
+        positions(from + k) = run(k)._2
+        sizes(from + k) = run(k)._3
+        k += 1
+      }
+    }
+
+    /** Bytes of the files numbered above `after`. */
+    def bytesAfter(after: Long): Long = {
+      val upTo = math.max(0L, math.min(after + 1, size.toLong)).toInt
+      if (upTo < prefixUpTo) { prefixUpTo = 0; prefixBytes = 0L }
+      sortThrough(upTo - 1)
+      while (prefixUpTo < upTo) {
+        prefixBytes += sizes(prefixUpTo)
+        prefixUpTo += 1
+      }
+      totalBytes - prefixBytes
+    }
+  }
+
+  object DriverOrder {
+    def apply(d: DriverIndex, pathKey: InternalRow => UTF8String): DriverOrder = {
+      val entry = d.entry
+      val pos = mutable.ArrayBuilder.make[Int]
+      val time = mutable.ArrayBuilder.make[Long]
+      val size = mutable.ArrayBuilder.make[Long]
+      d.foreachLive { (r, p) =>
+        pos += p
+        time += r.getLong(entry.Ord.ModificationTime)
+        size += r.getLong(entry.Ord.Size)
+      }
+      val (positions, times, sizes) = (pos.result(), time.result(), size.result())
+      val n = positions.length
+      val byTime = sortedByTime(times, n)
+      new DriverOrder(byTime.map(positions), byTime.map(times), byTime.map(sizes), pathKey, d)
+    }
+
+    /** Indexes 0..n-1 ordered by `times` (ties in any order). */
+    private def sortedByTime(times: Array[Long], n: Int): Array[Int] =
+      if (n == 0) Array.empty
+      else {
+        val lo = times.min
+        val span = times.max - lo
+        val indexBits = 32 - Integer.numberOfLeadingZeros(math.max(1, n - 1))
+        val spanBits = 64 - java.lang.Long.numberOfLeadingZeros(span)
+        if (span >= 0 && spanBits + indexBits <= 63) {
+          val packed = Array.tabulate(n)(i => ((times(i) - lo) << indexBits) | i.toLong)
+          java.util.Arrays.sort(packed)
+          val mask = (1L << indexBits) - 1
+          packed.map(k => (k & mask).toInt)
+        } else {
+          val boxed = Array.tabulate[Integer](n)(i => i)
+          java.util.Arrays.sort(
+            boxed,
+            (a: Integer, b: Integer) => java.lang.Long.compare(times(a), times(b))
+          )
+          boxed.map(_.intValue)
+        }
+      }
+  }
 
   /** (modificationTime, path key, anything) in snapshot order. */
   val KeyOrdering: java.util.Comparator[(Long, UTF8String, Int)] =
