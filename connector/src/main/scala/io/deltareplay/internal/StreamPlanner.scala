@@ -160,7 +160,8 @@ private[deltareplay] class StreamPlanner(
           if (version == start.version) start
           else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None)
         val policy = ReadPolicy(spark, at, conf)
-        val index = policy.index(needStats = false, keepPersisted = Some(storageLevel)).index
+        val replayed = policy.index(needStats = false, keepPersisted = Some(storageLevel))
+        val index = replayed.index
         val owned =
           if (IndexCache.holds(spark, at.segment.paths.root, index)) None else Some(index)
         val s = new StreamSnapshot(
@@ -169,7 +170,8 @@ private[deltareplay] class StreamPlanner(
           at.segment.paths,
           partitionSchema,
           storageLevel,
-          conf.snapshotSliceFiles
+          conf.snapshotSliceFiles,
+          s"${replayed.mode} in ${replayed.millis} ms"
         )
         snapshot = Some((version, s, owned))
         s

@@ -33,7 +33,8 @@ private[deltareplay] final class StreamSnapshot(
     paths: TablePaths,
     readPartitionSchema: StructType,
     storageLevel: StorageLevel,
-    sliceFiles: Int
+    sliceFiles: Int,
+    replayed: String = ""
 ) {
   private val entry = index.entry
 
@@ -55,9 +56,10 @@ private[deltareplay] final class StreamSnapshot(
   // ---------------------------------------------------------------- index on the driver
 
   /** The driver index's files in snapshot order (sorted as far as reads have asked). */
-  private lazy val order: StreamSnapshot.DriverOrder = index match {
-    case d: DriverIndex => StreamSnapshot.DriverOrder(d, pathKey)
-    case _ => null
+  private var built: StreamSnapshot.DriverOrder = null
+  private def order: StreamSnapshot.DriverOrder = {
+    if (built == null) built = StreamSnapshot.DriverOrder(index.asInstanceOf[DriverIndex], pathKey)
+    built
   }
 
   private def pathKey(r: InternalRow): UTF8String = {
@@ -172,8 +174,12 @@ private[deltareplay] final class StreamSnapshot(
 
   def release(): Unit = synchronized(numbered.foreach(_.release()))
 
-  def description: String = index match {
-    case _: DriverIndex => s"$size files, ordered on the driver (${index.describe})"
+  def description: String = synchronized(describeNow)
+
+  private def describeNow: String = index match {
+    case _: DriverIndex =>
+      val ordered = Option(built).fold("")(o => s"; ${o.describe}")
+      s"$size files, ordered on the driver (${index.describe}; index $replayed$ordered)"
     case _ =>
       s"$size files, read in slices of $sliceFiles (${index.describe})" +
         numbered.fold("")(_ => ", numbered by a range sort after a jump")
@@ -190,6 +196,7 @@ private[deltareplay] object StreamSnapshot {
    * files share a few commit times sorts one run, not every path.
    */
   final class DriverOrder private (
+      builtMillis: Long,
       positions: Array[Int],
       times: Array[Long],
       sizes: Array[Long],
@@ -200,6 +207,14 @@ private[deltareplay] object StreamSnapshot {
     private var prefixUpTo = 0 // bytes of the files below this index, in `prefixBytes`
     private var prefixBytes = 0L
     private val totalBytes = sizes.sum
+    private var runsSorted = 0
+    private var runFiles = 0L
+    private var runMillis = 0L
+
+    /** What ordering took so far. */
+    def describe: String =
+      s"ordered by time in $builtMillis ms, $runsSorted run(s) of equal times ($runFiles files) " +
+        s"by path in $runMillis ms"
 
     def size: Int = positions.length
 
@@ -216,6 +231,7 @@ private[deltareplay] object StreamSnapshot {
       }
 
     private def sortRunByPath(from: Int, until: Int): Unit = {
+      val started = System.nanoTime()
       val run = (from until until).map { i =>
         (pathKey(index.row(positions(i))), positions(i), sizes(i))
       }.toArray
@@ -229,6 +245,9 @@ private[deltareplay] object StreamSnapshot {
         sizes(from + k) = run(k)._3
         k += 1
       }
+      runsSorted += 1
+      runFiles += run.length
+      runMillis += (System.nanoTime() - started) / 1000000
     }
 
     /** Bytes of the files numbered above `after`. */
@@ -246,6 +265,7 @@ private[deltareplay] object StreamSnapshot {
 
   object DriverOrder {
     def apply(d: DriverIndex, pathKey: InternalRow => UTF8String): DriverOrder = {
+      val started = System.nanoTime()
       val entry = d.entry
       val pos = mutable.ArrayBuilder.make[Int]
       val time = mutable.ArrayBuilder.make[Long]
@@ -258,7 +278,14 @@ private[deltareplay] object StreamSnapshot {
       val (positions, times, sizes) = (pos.result(), time.result(), size.result())
       val n = positions.length
       val byTime = sortedByTime(times, n)
-      new DriverOrder(byTime.map(positions), byTime.map(times), byTime.map(sizes), pathKey, d)
+      new DriverOrder(
+        (System.nanoTime() - started) / 1000000,
+        byTime.map(positions),
+        byTime.map(times),
+        byTime.map(sizes),
+        pathKey,
+        d
+      )
     }
 
     /** Indexes 0..n-1 ordered by `times` (ties in any order). */
