@@ -205,6 +205,8 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         O.ReplayPartitions -> "3",
         O.TailFastPathMaxBytes -> "0",
         O.StateCache -> "false",
+        O.FilterCheckpoint -> "false",
+        O.IndexInBackground -> "false",
         O.StateCacheMaxBytes -> "1000000",
         O.StateMaxTailBytes -> "1000",
         O.MetadataAggregates -> "false",
