@@ -148,6 +148,8 @@ def markdown(result: dict[str, Any]) -> str:
             "(same machine, same tables)."
         )
     out.append("")
+    if meta.get("store"):
+        out.extend(store_section(rows, meta["store"]))
     out.append("## Cold-table planning (s): snapshot + file list + splits, local[2]")
     if any("cold_selective" in r for r in rows):
         out.append("")
@@ -340,6 +342,166 @@ def _executor_planning_line(rows: list[Row], sizes: list[int]) -> str:
     return text
 
 
+# The object-store mode's figures: (title, measure, seconds field, requests field). delta-rs
+# rows keep the load + file list at the top level and its re-plan under "replan".
+STORE_COLUMNS = (
+    ("first filtered query", "cold_selective", "seconds", "requests"),
+    ("the same query again", "cold_selective", "again_s", "again_requests"),
+    ("plan of the whole table", "plan", "planning_s", "requests"),
+    ("re-plan after one commit", "replan", "planning_s", "requests"),
+    (
+        "selective re-plan after one more commit",
+        "replan",
+        "selective_planning_s",
+        "selective_requests",
+    ),
+)
+
+
+def _store_part(row: Row, measure: str) -> Any:
+    if row["kind"] == "delta-rs" and measure == "plan":
+        return {"planning_s": row.get("load_and_list_s"), "requests": row.get("requests")}
+    return row.get(measure)
+
+
+def _requests_cell(counts: Any) -> str:
+    if not isinstance(counts, dict):
+        return ""
+    text = f"{counts.get('LIST', 0)} / {counts.get('HEAD', 0)} / {counts.get('GET', 0)}"
+    if counts.get("WRITE"):
+        text += f" (+{counts['WRITE']} writes)"
+    return text
+
+
+def _store_cell(row: Row, measure: str, seconds: str, requests: str) -> str:
+    if row.get("error"):
+        return _short_error(row["error"])
+    part = _store_part(row, measure)
+    if not isinstance(part, dict):
+        return ""
+    if "error" in part:
+        return _short_error(part["error"])
+    value = part.get(seconds)
+    if not isinstance(value, (int, float)):
+        return ""
+    counts = _requests_cell(part.get(requests))
+    return f"{value:.2f}" + (f" ({counts})" if counts else "")
+
+
+def store_section(rows: list[Row], store: dict[str, Any]) -> list[str]:
+    """Times and requests per read on the object store, one table per table size."""
+    out = [
+        "## On the object store: time (s) and requests (LIST / HEAD / GET) per read",
+        "",
+        f"{store.get('server')}, per-request latency {store.get('latency_ms')} ms; "
+        f"clients: {store.get('clients')}. Requests are counted from "
+        f"{store.get('requests_from')}, between the start and the end of each read. The "
+        "Spark readers' plan of the whole table follows their first filtered query in the same "
+        "process; delta-rs's column there is load + file list of a new table object, its "
+        "re-plan `update_incremental` + file list; its first query is load + a DataFusion "
+        "`SELECT ... WHERE id = probe`, and its query again runs after `update_incremental`.",
+        "",
+    ]
+    order = [*BATCH_READERS, "delta-rs"]
+    for table, files in _tables(r for r in rows if r["kind"] in ("batch", "delta-rs")):
+        chosen = [
+            r
+            for r in rows
+            if r["table"] == table
+            and int(r["files"]) == files
+            and r["kind"] in ("batch", "delta-rs")
+            and r["master"] == "local[2]"
+        ]
+        chosen.sort(key=lambda r: order.index(r["reader"]) if r["reader"] in order else 99)
+        out.append(f"{table} table, {files:,} files:")
+        out.append("")
+        out.append("| reader | " + " | ".join(c[0] for c in STORE_COLUMNS) + " |")
+        out.append("|---|" + "---:|" * len(STORE_COLUMNS))
+        for r in chosen:
+            cells = [_store_cell(r, m, f, q) for _, m, f, q in STORE_COLUMNS]
+            out.append(f"| {r['reader']} | " + " | ".join(cells) + " |")
+        out.append("")
+    streams = [r for r in rows if r["kind"] == "stream"]
+    if streams:
+        out.append("Streaming, from `start()` to the first micro-batch (maxFilesPerTrigger 1,000):")
+        out.append("")
+        out.append("| files | reader | first micro-batch (s) (LIST / HEAD / GET) |")
+        out.append("|---:|---|---:|")
+        for r in streams:
+            cell_text = _store_cell(r, "stream", "first_batch_s", "requests")
+            out.append(f"| {int(r['files']):,} | {r['reader']} | {cell_text} |")
+        out.append("")
+    return out
+
+
+def store_plot(rows: list[Row], stem: Path) -> Path | None:
+    """Bars per reader at the largest synthetic size: time of each read, total requests on it."""
+    sizes = [int(r["files"]) for r in rows if r["table"] == "synthetic"]
+    if not sizes:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    big = max(sizes)
+    mine = [r for r in rows if r["table"] == "synthetic" and int(r["files"]) == big]
+    columns = [
+        *[(title, m, f, q) for title, m, f, q in STORE_COLUMNS if m != "plan"],
+        ("stream: first micro-batch", "stream", "first_batch_s", "requests"),
+    ]
+    labels: list[str] = []
+    for r in mine:
+        name = r["reader"] + (" (stream)" if r["kind"] == "stream" else "")
+        if name not in labels:
+            labels.append(name)
+    fig, ax = plt.subplots(figsize=(9, 0.55 * len(labels) * len(columns) / 2 + 2.5))
+    height = 0.8 / len(columns)
+    for n, (title, measure, field, req) in enumerate(columns):
+        ys, xs, notes = [], [], []
+        for i, label in enumerate(labels):
+            row = next(
+                (
+                    r
+                    for r in mine
+                    if r["reader"] + (" (stream)" if r["kind"] == "stream" else "") == label
+                ),
+                None,
+            )
+            part = _store_part(row, measure) if row else None
+            value = part.get(field) if isinstance(part, dict) else None
+            if not isinstance(value, (int, float)):
+                continue
+            ys.append(i + n * height)
+            xs.append(value)
+            total = (part.get(req) or {}).get("total") if isinstance(part, dict) else None
+            notes.append("" if total is None else f"{total} req")
+        if not xs:
+            continue
+        bars = ax.barh(ys, xs, height=height, label=title)
+        for bar, note in zip(bars, notes, strict=True):
+            ax.annotate(
+                note,
+                (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                xytext=(3, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=7,
+            )
+    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))])
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel(f"seconds (log), {big:,}-file synthetic table on the store")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    target = stem.with_name(f"{stem.name}-store.png")
+    fig.savefig(target, dpi=110)
+    plt.close(fig)
+    return target
+
+
 def plots(rows: list[Row], stem: Path) -> list[Path]:
     """Planning time and driver retained heap vs live files, log-log, one line per reader."""
     import matplotlib
@@ -421,4 +583,9 @@ def write(result: dict[str, Any], out_dir: Path, stem_name: str) -> list[Path]:
     json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     md_path = stem.with_suffix(".md")
     md_path.write_text(markdown(result))
-    return [json_path, md_path, *plots(result["rows"], stem)]
+    written = [json_path, md_path, *plots(result["rows"], stem)]
+    if result["meta"].get("store"):
+        store_png = store_plot(result["rows"], stem)
+        if store_png is not None:
+            written.append(store_png)
+    return written
