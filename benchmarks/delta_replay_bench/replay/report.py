@@ -421,6 +421,10 @@ def store_section(rows: list[Row], store: dict[str, Any]) -> list[str]:
             cells = [_store_cell(r, m, f, q) for _, m, f, q in STORE_COLUMNS]
             out.append(f"| {r['reader']} | " + " | ".join(cells) + " |")
         out.append("")
+    out.append("Issue 21's targets (delta-replay-auto, the largest synthetic table; one run):")
+    out.append("")
+    out.extend(f"- {line}" for line in store_targets(rows))
+    out.append("")
     streams = [r for r in rows if r["kind"] == "stream"]
     if streams:
         out.append("Streaming, from `start()` to the first micro-batch (maxFilesPerTrigger 1,000):")
@@ -432,6 +436,55 @@ def store_section(rows: list[Row], store: dict[str, Any]) -> list[str]:
             out.append(f"| {int(r['files']):,} | {r['reader']} | {cell_text} |")
         out.append("")
     return out
+
+
+def store_targets(rows: list[Row]) -> list[str]:
+    """Issue 21's targets on the store, as measured (not CI gates)."""
+    sizes = sorted({int(r["files"]) for r in rows if r["table"] == "synthetic"})
+    if not sizes:
+        return ["no synthetic table measured"]
+    big = sizes[-1]
+
+    def get(reader: str, *keys: str) -> Any:
+        for r in rows:
+            if (
+                r["table"] == "synthetic"
+                and int(r["files"]) == big
+                and r["reader"] == reader
+                and r["kind"] in ("batch", "delta-rs")
+            ):
+                return _get(r, *keys)
+        return None
+
+    def num(value: Any) -> float | None:
+        return float(value) if isinstance(value, (int, float)) else None
+
+    ours = "delta-replay-auto"
+    first = num(get(ours, "cold_selective", "seconds"))
+    again = num(get(ours, "cold_selective", "again_s"))
+    replan = num(get(ours, "replan", "planning_s"))
+    replan_req = get(ours, "replan", "requests") or {}
+    first_req = num(_get(get(ours, "cold_selective", "requests") or {}, "total"))
+    v1_req = num(_get(get("v1", "cold_selective", "requests") or {}, "total"))
+    v1_first = num(get("v1", "cold_selective", "seconds"))
+    v2_first = num(get("kernel-v2", "cold_selective", "seconds"))
+    v1_again = num(get("v1", "cold_selective", "again_s"))
+    replan_text = "n/a" if replan is None else f"{replan:.2f} s"
+    if replan_req:
+        replan_text += f", {_requests_cell(replan_req)} LIST / HEAD / GET"
+    requests_text = (
+        "n/a" if first_req is None or v1_req is None else f"{first_req:.0f} vs V1's {v1_req:.0f}"
+    )
+    return [
+        f"{big:,} files, first filtered query vs V1: {_ratio(first, v1_first)} (target <= 0.2x)",
+        f"{big:,} files, first filtered query vs Kernel V2: {_ratio(first, v2_first)} "
+        "(target <= 0.1x)",
+        f"{big:,} files, the same query again vs V1: {_ratio(again, v1_again)} (target <= 0.5x)",
+        f"{big:,} files, re-plan after one commit: {replan_text} "
+        "(target <= 0.3 s with at most one LIST and the new commit's GET)",
+        f"{big:,} files, requests of the first filtered query: {requests_text} "
+        "(target: no more than V1's)",
+    ]
 
 
 def store_plot(rows: list[Row], stem: Path) -> Path | None:
@@ -450,51 +503,57 @@ def store_plot(rows: list[Row], stem: Path) -> Path | None:
         *[(title, m, f, q) for title, m, f, q in STORE_COLUMNS if m != "plan"],
         ("stream: first micro-batch", "stream", "first_batch_s", "requests"),
     ]
-    labels: list[str] = []
+
+    def label(r: Row) -> str:
+        return r["reader"] + (" (stream)" if r["kind"] == "stream" else "")
+
+    # per reader, the bars it has: (column, seconds, total requests)
+    groups: dict[str, list[tuple[int, float, Any]]] = {}
     for r in mine:
-        name = r["reader"] + (" (stream)" if r["kind"] == "stream" else "")
-        if name not in labels:
-            labels.append(name)
-    fig, ax = plt.subplots(figsize=(9, 0.55 * len(labels) * len(columns) / 2 + 2.5))
-    height = 0.8 / len(columns)
-    for n, (title, measure, field, req) in enumerate(columns):
-        ys, xs, notes = [], [], []
-        for i, label in enumerate(labels):
-            row = next(
-                (
-                    r
-                    for r in mine
-                    if r["reader"] + (" (stream)" if r["kind"] == "stream" else "") == label
-                ),
-                None,
-            )
-            part = _store_part(row, measure) if row else None
+        bars = groups.setdefault(label(r), [])
+        for n, (_, measure, field, req) in enumerate(columns):
+            part = _store_part(r, measure)
             value = part.get(field) if isinstance(part, dict) else None
-            if not isinstance(value, (int, float)):
-                continue
-            ys.append(i + n * height)
-            xs.append(value)
-            total = (part.get(req) or {}).get("total") if isinstance(part, dict) else None
-            notes.append("" if total is None else f"{total} req")
-        if not xs:
-            continue
-        bars = ax.barh(ys, xs, height=height, label=title)
-        for bar, note in zip(bars, notes, strict=True):
-            ax.annotate(
-                note,
-                (bar.get_width(), bar.get_y() + bar.get_height() / 2),
-                xytext=(3, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=7,
+            if isinstance(value, (int, float)) and value > 0:
+                total = (part.get(req) or {}).get("total") if isinstance(part, dict) else None
+                bars.append((n, float(value), total))
+    groups = {k: v for k, v in groups.items() if v}
+    slots = sum(len(v) for v in groups.values()) + len(groups)
+    fig, ax = plt.subplots(figsize=(9, 0.28 * slots + 2.2))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    y = 0.0
+    ticks: list[float] = []
+    shown: set[int] = set()
+    for bars in groups.values():
+        ticks.append(y + (len(bars) - 1) / 2)
+        for n, value, total in bars:
+            title = columns[n][0]
+            (bar,) = ax.barh(
+                [y],
+                [value],
+                height=0.9,
+                color=colors[n % len(colors)],
+                label=title if n not in shown else None,
             )
-    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(labels))])
-    ax.set_yticklabels(labels, fontsize=8)
+            shown.add(n)
+            if total is not None:
+                ax.annotate(
+                    f"{total} req",
+                    (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                    xytext=(3, 0),
+                    textcoords="offset points",
+                    va="center",
+                    fontsize=7,
+                )
+            y += 1
+        y += 1
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(list(groups), fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel(f"seconds (log), {big:,}-file synthetic table on the store")
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.0 + 2.0 / (slots + 8)), ncol=3)
     fig.tight_layout()
     target = stem.with_name(f"{stem.name}-store.png")
     fig.savefig(target, dpi=110)
