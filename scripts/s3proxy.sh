@@ -5,6 +5,10 @@
 # (`mvn dependency:copy`) and is cached in build/s3proxy/.
 #
 #   scripts/s3proxy.sh fetch           fetch the server jar (done by start when needed)
+#   scripts/s3proxy.sh s3a-jars        fetch (once) the S3A client jars for a Spark session
+#                                      (hadoop-aws and the AWS SDK v2 modules S3A needs, not
+#                                      the 686 MB SDK bundle; versions from build.sbt) into
+#                                      build/s3proxy/s3a-jars; prints them comma-separated
 #   scripts/s3proxy.sh start [DIR]     start on a free port (or S3PROXY_PORT), wait until it
 #                                      answers, create the bucket(s); prints
 #                                      endpoint=http://127.0.0.1:PORT access_key=.. secret_key=..
@@ -69,6 +73,78 @@ fetch() {
   mv "$home/fetch.tmp/$(basename "$jar")" "$jar" || die "s3proxy jar missing after the fetch"
   rm -rf "$home/fetch.tmp"
   exec 9>&-
+}
+
+# The S3A client for Spark outside sbt (the object-store benchmark): the same artifacts and
+# exclusions as build.sbt's Test scope, resolved by Maven from a throwaway POM.
+s3a_dir="$home/s3a-jars"
+
+sbt_version_of() { # sbt_version_of NAME: the value of `val NAME = "..."` in build.sbt
+  sed -n "s/^val $1 = \"\([^\"]*\)\".*/\1/p" "$root/build.sbt" | head -n 1
+}
+
+s3a_jars() {
+  if [ ! -f "$s3a_dir/.done" ]; then
+    command -v mvn >/dev/null || die "mvn not found: install Maven (apt-get install maven)"
+    local hadoop sdk
+    hadoop="$(sbt_version_of hadoopVersion)"
+    sdk="$(sbt_version_of awsSdkVersion)"
+    [ -n "$hadoop" ] && [ -n "$sdk" ] || die "hadoopVersion/awsSdkVersion not found in build.sbt"
+    mkdir -p "$home"
+    exec 8>"$home/.s3a-fetch.lock"
+    flock 8
+    if [ ! -f "$s3a_dir/.done" ]; then
+      say "fetching hadoop-aws $hadoop and AWS SDK $sdk (s3, s3-transfer-manager, sts, apache-client) with Maven into $s3a_dir (once)"
+      local work="$home/s3a-fetch.tmp" m deps=""
+      rm -rf "$work" "$s3a_dir"
+      mkdir -p "$work"
+      for m in s3 s3-transfer-manager sts apache-client; do
+        deps="$deps<dependency><groupId>software.amazon.awssdk</groupId><artifactId>$m</artifactId>"
+        deps="$deps<version>$sdk</version><exclusions>"
+        # Spark ships these (netty, SLF4J, commons-*), as in build.sbt
+        deps="$deps<exclusion><groupId>io.netty</groupId><artifactId>*</artifactId></exclusion>"
+        deps="$deps<exclusion><groupId>org.slf4j</groupId><artifactId>*</artifactId></exclusion>"
+        deps="$deps<exclusion><groupId>commons-codec</groupId><artifactId>*</artifactId></exclusion>"
+        deps="$deps<exclusion><groupId>commons-logging</groupId><artifactId>*</artifactId></exclusion>"
+        deps="$deps</exclusions></dependency>"
+      done
+      cat >"$work/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.deltareplay.local</groupId>
+  <artifactId>s3a-client-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.hadoop</groupId><artifactId>hadoop-aws</artifactId><version>$hadoop</version>
+      <exclusions>
+        <exclusion><groupId>software.amazon.awssdk</groupId><artifactId>bundle</artifactId></exclusion>
+        <exclusion><groupId>org.wildfly.openssl</groupId><artifactId>*</artifactId></exclusion>
+        <exclusion><groupId>org.apache.hadoop</groupId><artifactId>hadoop-common</artifactId></exclusion>
+      </exclusions>
+    </dependency>
+    $deps
+  </dependencies>
+</project>
+POM
+      if ! mvn -q -B -f "$work/pom.xml" -Dmaven.repo.local="$maven_repo" \
+        org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory="$work/jars" >"$home/s3a-fetch.log" 2>&1; then
+        cat "$home/s3a-fetch.log" >&2
+        rm -rf "$work"
+        die "Maven could not fetch the S3A jars (log above); check that Maven Central is reachable"
+      fi
+      mv "$work/jars" "$s3a_dir"
+      rm -rf "$work"
+      touch "$s3a_dir/.done"
+    fi
+    exec 8>&-
+  fi
+  local jars
+  jars="$(find "$s3a_dir" -maxdepth 1 -name '*.jar' | sort | paste -sd, -)"
+  [ -n "$jars" ] || die "no jars in $s3a_dir: delete it and fetch again"
+  echo "$jars"
 }
 
 is_ours() { # is PID the s3proxy of instance DIR? (guards against a recycled pid)
@@ -177,9 +253,10 @@ endpoint() { address_of "$(instance_dir "${1:-$default_dir}")" endpoint server; 
 
 case "${1:-help}" in
   fetch) fetch ;;
+  s3a-jars) s3a_jars ;;
   start) start "${2:-}" ;;
   stop) stop "${2:-}" ;;
   status) status "${2:-}" ;;
   endpoint) endpoint "${2:-}" ;;
-  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,34p' "$0" >&2; exit 2 ;;
 esac

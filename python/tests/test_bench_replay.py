@@ -221,3 +221,75 @@ def test_report_says_a_retained_heap_within_the_noise_is_noise() -> None:
     assert "noise" in heap_line and "-" not in heap_line.split(":")[1], heap_line
     lines = targets([row("delta-replay-auto", 20.0), row("v1", 40.0)])
     assert "0.50x" in next(x for x in lines if "retained heap vs V1" in x)
+
+
+def test_store_serves_a_placed_table_and_counts_its_requests(tmp_path: Path) -> None:
+    """``bench replay --store s3``'s plumbing without Spark: a cached table put into the bucket
+    as a symlink is read by delta-rs over S3 (endpoint override, plain http), the files carry
+    the ETag attribute s3proxy serves, and the server's log gives the requests of the read."""
+    import hashlib
+
+    import pyarrow as pa
+    from delta_replay_bench.replay import store as s3
+    from deltalake import DeltaTable, write_deltalake
+
+    table = tmp_path / "tables" / "t"
+    for n in range(3):
+        write_deltalake(
+            str(table), pa.table({"id": list(range(n * 10, n * 10 + 10))}), mode="append"
+        )
+    server = s3.start(tmp_path / "instance", tmp_path / "data", latency="", spark=False)
+    try:
+        url = server.place(table)
+        assert url == f"s3a://{s3.BUCKET}/t" and server.place(table) == url  # placed once
+        assert (tmp_path / "data" / s3.BUCKET / "t").resolve() == table.resolve()
+        commit = table / "_delta_log" / "00000000000000000002.json"
+        digest = hashlib.md5(commit.read_bytes(), usedforsecurity=False).digest()
+        assert os.getxattr(commit, "user.user.content-md5") == digest
+        log = s3.RequestLog(server.log, settle_s=0.5)
+        mark = log.mark()
+        dt = DeltaTable(server.deltars_url(url), storage_options=server.deltars_options())
+        assert dt.version() == 2 and len(dt.file_uris()) == 3
+        assert dt.to_pyarrow_table().num_rows == 30
+        counts = log.since(mark)
+        # the log listing, then the three commits and the three data files
+        assert counts["LIST"] >= 1 and counts["GET"] >= 6 and counts["WRITE"] == 0, counts
+        assert counts["total"] == sum(counts[k] for k in s3.KINDS), counts
+    finally:
+        s3.stop(server)
+    assert s3.classify("GET", "http://h:1/b?list-type=2&prefix=t/_delta_log/") == "LIST"
+    assert s3.classify("GET", "http://h:1/b/t/_delta_log/0.json") == "GET"
+    assert s3.classify("HEAD", "http://h:1/b/t/x.parquet") == "HEAD"
+    assert s3.classify("POST", "http://h:1/b?delete") == "WRITE"
+
+
+def test_store_report_shows_times_with_requests() -> None:
+    from delta_replay_bench.replay.report import store_section
+
+    req = {"LIST": 1, "HEAD": 2, "GET": 3, "WRITE": 0, "total": 6}
+    base = {"table": "synthetic", "files": 10, "master": "local[2]"}
+    rows = [
+        {
+            **base,
+            "reader": "v1",
+            "kind": "batch",
+            "cold_selective": {
+                "seconds": 1.5,
+                "requests": req,
+                "again_s": 0.5,
+                "again_requests": req,
+            },
+            "plan": {"error": "boom"},
+        },
+        {
+            **base,
+            "reader": "delta-rs",
+            "kind": "delta-rs",
+            "load_and_list_s": 0.2,
+            "requests": req,
+            "replan": {"planning_s": 0.1, "requests": req},
+        },
+    ]
+    text = "\n".join(store_section(rows, {"latency_ms": "list=30"}))
+    assert "| v1 | 1.50 (1 / 2 / 3) | 0.50 (1 / 2 / 3) | error |" in text, text
+    assert "| delta-rs |  |  | 0.20 (1 / 2 / 3) | 0.10 (1 / 2 / 3) |" in text, text

@@ -6,11 +6,16 @@ Tables: synthetic logs of N live files (:mod:`delta_replay_bench.synth`) plus on
 real delta-spark appends. The full run measures each reader in a fresh process, one at a
 time (``worker``); ``--quick`` runs every reader in one JVM on a 10K-file table in a
 temporary directory. Writes ``<date>-<host>.json``, a markdown report and PNG plots.
+
+``--store s3`` runs the same readers on an object store: s3proxy with cloud-like latency on
+127.0.0.1 serves the cached tables (:mod:`.store`), Spark reads them through S3A and delta-rs
+through its object store, and every measure records the requests the server saw.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -19,13 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .readers import READERS, STREAM_READERS
 from .report import heap_figure
+from .store import CLOUD_LATENCY, STORES
 
 if TYPE_CHECKING:
     from delta_replay.cli import CommandRegistry
@@ -33,6 +39,9 @@ if TYPE_CHECKING:
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_FILES = 10_000
 MEASURES = ("cold_selective", "selective", "count", "full", "join", "replan")
+# on a store: the first filtered query and its repeat, re-plan after one commit (and the
+# cold plan, always measured)
+STORE_MEASURES = ("cold_selective", "replan")
 CLUSTER_READERS = ("delta-replay-distributed", "delta-replay-auto", "v1")
 
 Save = Callable[[list[dict[str, Any]]], None]
@@ -68,12 +77,15 @@ class ReplayConfig:
     stream_sizes: tuple[int, ...] | None
     cluster_sizes: tuple[int, ...] | None
     local_cluster: str
+    store: str | None = None
+    store_latency: str = CLOUD_LATENCY
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReplayConfig:
         """From the command line; raises SystemExit naming an unknown reader or measure."""
         readers = ",".join(READERS) if args.readers is None else args.readers
-        measures = ",".join(MEASURES) if args.measures is None else args.measures
+        default_measures = STORE_MEASURES if args.store else MEASURES
+        measures = ",".join(default_measures) if args.measures is None else args.measures
         default_streams = "delta-replay,kernel-v2" if args.quick else ",".join(STREAM_READERS)
         streams = default_streams if args.stream_readers is None else args.stream_readers
 
@@ -104,7 +116,10 @@ class ReplayConfig:
             checkpoint_parts=args.checkpoint_parts,
             stream_sizes=sizes(args.stream_sizes),
             cluster_sizes=sizes(args.cluster_sizes),
-            local_cluster=args.local_cluster,
+            # executors in their own JVMs are not part of the store mode
+            local_cluster="" if args.store else args.local_cluster,
+            store=args.store,
+            store_latency=CLOUD_LATENCY if args.store_latency == "cloud" else args.store_latency,
         )
 
 
@@ -219,7 +234,13 @@ def _row(manifest: dict[str, Any], reader: str, kind: str, master: str, result: 
     }
 
 
-def run_full(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]:
+def _placed(store: Any, manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` of a cached table put into the store's bucket: ``table`` is its URL."""
+    local = manifest.get("local_table", manifest["table"])
+    return {**manifest, "local_table": local, "table": store.place(local)}
+
+
+def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> list[dict[str, Any]]:
     sizes = list(args.sizes or FULL_SIZES)
     gen_timeout = 3600.0
     warm = _generate(root, ["--files=20", "--files-per-commit=10", "--data"], "1g", gen_timeout)
@@ -229,6 +250,9 @@ def run_full(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]
     if args.real_files:
         real = _generate(root, ["--real", f"--files={args.real_files}"], "2g", gen_timeout)
         manifests.insert(1 if len(manifests) > 1 else len(manifests), real)
+    if store is not None:
+        warm = _placed(store, warm)
+        manifests = [_placed(store, m) for m in manifests]
     rows: list[dict[str, Any]] = []
     base = {
         "warm_table": warm["table"],
@@ -265,6 +289,8 @@ def run_full(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]
         started = time.monotonic()
         job = {**base, "reader": reader, "kind": kind, "master": master}
         job.update(table=manifest["table"], manifest=manifest)
+        if store is not None:
+            job.update(store=store.to_json(), local_table=manifest["local_table"])
         if master != "local[2]":
             job["measures"] = []
         result = _run_job(job, args.timeout)
@@ -275,8 +301,14 @@ def run_full(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]
     return rows
 
 
-def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]]:
-    """Every reader in one JVM (one session, readers switched by configuration)."""
+def run_quick(
+    args: ReplayConfig, root: Path, save: Save, store: Any = None
+) -> list[dict[str, Any]]:
+    """Every reader in one JVM (one session, readers switched by configuration).
+
+    On a store, each reader starts with a new S3A client (the previous one closed), so its
+    requests are not served from another reader's block cache.
+    """
     from delta_replay.session import default_jvm_log, local_session
 
     from ..synth import SynthSpec, generate, manifest
@@ -288,7 +320,14 @@ def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]
     launched = time.time()
     log = default_jvm_log("bench-replay-quick")
     _say(f"starting Spark (package resolution and JVM output: {log})")
-    spark = local_session("bench-replay-quick", driver_memory=args.driver_memory, jvm_log=log)
+    conf = store.spark_conf() if store is not None else None
+    spark = local_session(
+        "bench-replay-quick", driver_memory=args.driver_memory, jvm_log=log, conf=conf
+    )
+    if store is not None:
+        from .store import RequestLog
+
+        measure.count_requests(RequestLog(store.log))
     process_cold = time.time() - launched
     _say(f"Spark up in {process_cold:.1f}s (one JVM for every Spark reader)")
     rows: list[dict[str, Any]] = []
@@ -298,6 +337,10 @@ def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]
         tables = [manifest(generate(spark, _spec(files, args), root))]
         if args.real_files:
             tables.append(manifest(real_table(spark, args.real_files, root, files_per_append=100)))
+        warm_table = str(warm)
+        if store is not None:
+            warm_table = store.place(warm)
+            tables = [_placed(store, info) for info in tables]
         for info in tables:
             job = {
                 "table": info["table"],
@@ -306,18 +349,22 @@ def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]
                 "scan_max_files": args.scan_max_files,
                 "measures": list(args.measures),
             }
+            if store is not None:
+                job.update(store=store.to_json(), local_table=info["local_table"])
             for reader in args.readers:
                 label = f"{_label(info)} {int(info['files']):,} files, {reader}"
                 started = time.monotonic()
+                if store is not None:
+                    _new_s3a_client(spark, info["table"])
                 if reader == "delta-rs":
                     try:
-                        result = deltars_job({**job, "warm_table": str(warm), "kind": "delta-rs"})
+                        result = deltars_job({**job, "warm_table": warm_table, "kind": "delta-rs"})
                     except Exception as error:  # noqa: BLE001 - a failure is a result
                         result = {"error": measure._error(error)}  # noqa: SLF001
                     row = _row(info, reader, "delta-rs", "local[2]", result)
                 else:
                     with switched(spark, reader):
-                        result = {"warmup": measure.warm_up(spark, reader, str(warm))}
+                        result = {"warmup": measure.warm_up(spark, reader, warm_table)}
                         result["process_cold_s"] = process_cold
                         result.update(measure.batch_measures(spark, reader, job))
                     row = _row(info, reader, "batch", "local[2]", result)
@@ -328,6 +375,8 @@ def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]
             for reader in args.stream_readers:
                 label = f"{_label(info)} {int(info['files']):,} files, stream {reader}"
                 started = time.monotonic()
+                if store is not None:
+                    _new_s3a_client(spark, info["table"])
                 with switched(spark, reader, stream=True):
                     try:
                         part = measure.first_micro_batch(
@@ -339,9 +388,37 @@ def run_quick(args: ReplayConfig, root: Path, save: Save) -> list[dict[str, Any]
                 rows.append(row)
                 _say(f"{label}: {_summary(row)} ({time.monotonic() - started:.0f}s)")
     finally:
+        measure.count_requests(None)
         spark.stop()
     save(rows)
     return rows
+
+
+def _new_s3a_client(spark: Any, url: str) -> None:
+    """Closes the session's cached S3A client of ``url``'s bucket: the next read makes a new one."""
+    from delta_replay._jvm import jspark_context, jvm
+
+    hadoop = jspark_context(spark).hadoopConfiguration()
+    j = jvm(spark)
+    j.org.apache.hadoop.fs.FileSystem.get(j.java.net.URI(url), hadoop).close()
+
+
+@contextlib.contextmanager
+def _store(args: ReplayConfig, tmp: Path) -> Iterator[Any]:
+    """The object store of ``--store`` (None without): started here, stopped at the end."""
+    if not args.store:
+        yield None
+        return
+    from . import store as s3
+
+    _say(f"starting s3proxy (latency {args.store_latency or 'none'}) ...")
+    server = s3.start(tmp / "s3proxy", tmp / "s3data", args.store_latency)
+    _say(f"s3proxy at {server.endpoint}, bucket {server.bucket}; {len(server.jars)} S3A jars")
+    try:
+        yield server
+    finally:
+        s3.stop(server)
+        _say("s3proxy stopped")
 
 
 def _row_key(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -381,6 +458,8 @@ def run(namespace: argparse.Namespace) -> int:
         host = socket.gethostname()
         out = Path(args.out) if args.out else Path(tmp) / "results"
         stem = f"{now.date().isoformat()}-{host}" + ("-quick" if args.quick else "")
+        if args.store:
+            stem += f"-{args.store}"
         meta = {
             "date": now.strftime("%Y-%m-%d %H:%M UTC"),
             "host": host,
@@ -395,6 +474,14 @@ def run(namespace: argparse.Namespace) -> int:
             "stream_readers": args.stream_readers,
             "args": asdict(args),
         }
+        if args.store:
+            meta["store"] = {
+                "kind": args.store,
+                "server": "s3proxy 4.1.0 (filesystem-nio2) on 127.0.0.1",
+                "latency_ms": args.store_latency or "none",
+                "requests_from": "the server's request log (one line per HTTP request)",
+                "clients": "Spark: S3A (hadoop-aws 3.5.0, AWS SDK v2); delta-rs: object_store",
+            }
         written: list[Path] = []
 
         prior: list[dict[str, Any]] = []
@@ -407,7 +494,11 @@ def run(namespace: argparse.Namespace) -> int:
             meta["seconds"] = time.monotonic() - started
             written[:] = write({"meta": meta, "rows": merge_rows(prior, rows)}, out, stem)
 
-        rows = run_quick(args, root, save) if args.quick else run_full(args, root, save)
+        with _store(args, Path(tmp)) as store:
+            if args.quick:
+                rows = run_quick(args, root, save, store)
+            else:
+                rows = run_full(args, root, save, store)
         print(markdown({"meta": meta, "rows": merge_rows(prior, rows)}), flush=True)
         if args.out:
             _say("wrote " + ", ".join(str(p) for p in written))
@@ -506,4 +597,21 @@ def register(registry: CommandRegistry) -> None:
         "--local-cluster",
         default="local-cluster[2,1,2048]",
         help="master for the driver-heap runs of the distributed modes and V1 ('' to skip)",
+    )
+    parser.add_argument(
+        "--store",
+        choices=STORES,
+        help=(
+            "read the tables from an object store: s3 = s3proxy on 127.0.0.1 (started and "
+            "stopped by this run) through S3A and delta-rs's object store, with the requests "
+            f"of every read; default measures {','.join(STORE_MEASURES)}, no local-cluster runs"
+        ),
+    )
+    parser.add_argument(
+        "--store-latency",
+        default="cloud",
+        help=(
+            f"per-request latency of the store in ms: 'cloud' = {CLOUD_LATENCY}, "
+            "or op=ms,... ('' for none)"
+        ),
     )

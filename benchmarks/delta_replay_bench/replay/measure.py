@@ -2,7 +2,9 @@
 
 Every time is wall-clock on the driver. "Planning" is the same for every Spark reader: from
 building the DataFrame until its executed plan and its scans' splits exist
-(:func:`.jvm.force_splits`).
+(:func:`.jvm.force_splits`). On an object store (``--store``) each measure also records the
+requests the server saw while it ran (``requests``: LIST, HEAD, GET, WRITE, total; from the
+server's request log, :class:`.store.RequestLog`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_replay._jvm import jdataframe
 from delta_replay.read import scan_metrics
@@ -21,7 +23,27 @@ from pyspark.sql import DataFrame, SparkSession
 from . import jvm as probe
 from .readers import frame, is_ours, stream_frame
 
+if TYPE_CHECKING:
+    from .store import RequestLog
+
 Job = dict[str, Any]
+
+_requests: RequestLog | None = None
+
+
+def count_requests(log: RequestLog | None) -> None:
+    """Record the store's requests in every measure from now on (None: stop)."""
+    global _requests  # noqa: PLW0603 - one store per process
+    _requests = log
+
+
+def _mark() -> int | None:
+    return None if _requests is None else _requests.mark()
+
+
+def _since(mark: int | None, into: dict[str, Any], key: str = "requests") -> None:
+    if _requests is not None and mark is not None:
+        into[key] = _requests.since(mark)
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -76,9 +98,11 @@ def _files_seen(reader: str, df: DataFrame) -> int | None:
 def cold_plan(spark: SparkSession, reader: str, path: str) -> dict[str, Any]:
     """First read of the table in this process: snapshot + file list + splits, heap, work."""
     window = probe.start(spark)
+    mark = _mark()
     df = frame(spark, reader, path)
     splits = probe.force_splits(df)
     result = probe.stop(window)  # df stays referenced: retained heap includes the plan
+    _since(mark, result)
     result["planning_s"] = result.pop("wall_s")
     result["splits"] = splits
     result["files"] = _files_seen(reader, df)
@@ -91,10 +115,14 @@ def cold_plan(spark: SparkSession, reader: str, path: str) -> dict[str, Any]:
 def selective(spark: SparkSession, reader: str, path: str, probe_id: int) -> dict[str, Any]:
     """``WHERE id = probe_id`` (stats skipping leaves one file), then the same query again
     as a new DataFrame (``again_s``: what a dashboard repeating its query pays)."""
+    mark = _mark()
     df = frame(spark, reader, path).where(f"id = {probe_id}")
     seconds, rows = _timed(df.collect)
-    again_s, _ = _timed(frame(spark, reader, path).where(f"id = {probe_id}").collect)
-    result: dict[str, Any] = {"seconds": seconds, "again_s": again_s, "rows": len(rows)}
+    result: dict[str, Any] = {"seconds": seconds, "rows": len(rows)}
+    _since(mark, result)
+    mark = _mark()
+    result["again_s"], _ = _timed(frame(spark, reader, path).where(f"id = {probe_id}").collect)
+    _since(mark, result, "again_requests")
     if is_ours(reader):
         result["files_after_skipping"] = sum(int(m["filesAfterSkipping"]) for m in scan_metrics(df))
     elif reader == "v1":
@@ -142,19 +170,23 @@ def replan(
     undo = [append(1)]
     try:
         window = probe.start(spark)
+        mark = _mark()
         df = frame(spark, reader, path)
         splits = probe.force_splits(df)
         result = probe.stop(window)
+        _since(mark, result)
         result["planning_s"] = result.pop("wall_s")
         result["splits"] = splits
         result["files"] = _files_seen(reader, df)
         del df
         if probe_id is not None:
             undo.append(append(2))
+            mark = _mark()
             started = time.perf_counter()
             selective_df = frame(spark, reader, path).where(f"id = {probe_id}")
             result["selective_splits"] = probe.force_splits(selective_df)
             result["selective_planning_s"] = time.perf_counter() - started
+            _since(mark, result, "selective_requests")
             if is_ours(reader):
                 result["selective_scan"] = scan_metrics(selective_df)
         return result
@@ -169,6 +201,7 @@ def first_micro_batch(
     """Time from ``start()`` to the first completed micro-batch of a stream from the snapshot."""
     name = f"bench_{uuid.uuid4().hex[:8]}"
     window = probe.start(spark)
+    mark = _mark()
     df = stream_frame(spark, reader, path, name)
     query = (
         df.writeStream.format("noop")
@@ -188,6 +221,7 @@ def first_micro_batch(
             time.sleep(0.1)
         progress = query.lastProgress
         result = probe.stop(window)
+        _since(mark, result)
         result["first_batch_s"] = result.pop("wall_s")
         result["rows"] = int(progress.get("numInputRows", 0))
         try:  # ours: where the initial snapshot was read from
@@ -234,10 +268,16 @@ def batch_measures(spark: SparkSession, reader: str, job: Job) -> dict[str, Any]
     if "replan" in measures and manifest.get("synthetic"):
         from ..synth import append_commit
 
+        local = str(job.get("local_table") or path)  # on a store: the directory behind the bucket
+
+        def append(n: int) -> Callable[[], None]:
+            undo = append_commit(local, n)
+            if job.get("store"):
+                from .store import tag_etags
+
+                tag_etags(Path(local))  # the new commit gets its ETag, as a PUT would
+            return undo
+
         probe_id = manifest.get("probe_id") if has_data else None
-        _guard(
-            out,
-            "replan",
-            lambda: replan(spark, reader, path, lambda n: append_commit(path, n), probe_id),
-        )
+        _guard(out, "replan", lambda: replan(spark, reader, path, append, probe_id))
     return out

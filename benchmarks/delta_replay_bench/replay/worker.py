@@ -4,7 +4,9 @@ Usage: ``python -m delta_replay_bench.replay.worker JOB.json`` (written by ``ben
 A job names the reader, its kind (``batch``, ``stream`` or ``delta-rs``), the table and its
 manifest, the Spark master and driver memory. Spark readers start their session, run one small
 unrelated query and one read of a tiny unrelated table through the same reader (JVM start and
-class loading, reported as process-cold figures), then measure the table.
+class loading, reported as process-cold figures), then measure the table. With a ``store`` (the
+object-store mode) the tables are ``s3a://`` URLs on a running s3proxy, read through S3A (Spark)
+or delta-rs's object store, and every measure records the server's requests.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ def spark_job(job: Job) -> dict[str, Any]:
     if job["master"].startswith("local-cluster"):
         os.environ.setdefault("SPARK_SCALA_VERSION", "2.13")
         conf["spark.executor.memory"] = job.get("executor_memory", "2g")
+    if job.get("store"):
+        from .store import RequestLog, S3Store
+
+        store = S3Store.from_json(job["store"])
+        conf.update(store.spark_conf())
+        measure.count_requests(RequestLog(store.log))
     spark = local_session(
         f"bench-{reader}",
         master=job["master"],
@@ -61,19 +69,70 @@ def spark_job(job: Job) -> dict[str, Any]:
         spark.stop()
 
 
+def _deltars_query(table: Any, probe_id: int) -> int:
+    """``WHERE id = probe_id`` through delta-rs's DataFusion (file skipping by statistics)."""
+    from deltalake import QueryBuilder
+
+    sql = f"SELECT id, value FROM t WHERE id = {probe_id}"
+    return int(QueryBuilder().register("t", table).execute(sql).read_all().num_rows)
+
+
 def deltars_job(job: Job) -> dict[str, Any]:
-    """delta-rs (``deltalake``): load + file list, then an update after one new commit."""
+    """delta-rs (``deltalake``): load + file list, then an update after one new commit.
+
+    On a store (``job['store']``) first the selective query ``id = probe`` as the table's first
+    read (load + query), then the same query again after ``update_incremental`` (a long-lived
+    reader checking for new commits), then load + file list as a new table object; every step
+    with the server's requests.
+    """
     started = time.perf_counter()
     from deltalake import DeltaTable
 
     result: dict[str, Any] = {"import_s": time.perf_counter() - started}
+    store = None
+    requests = None
+    table_url = job["table"]
+    options: dict[str, str] | None = None
+    if job.get("store"):
+        from .store import RequestLog, S3Store
+
+        store = S3Store.from_json(job["store"])
+        requests = RequestLog(store.log)
+        options = store.deltars_options()
+        table_url = store.deltars_url(job["table"])
+
+    def url(u: str) -> str:
+        return store.deltars_url(u) if store else u
+
     if job.get("warm_table"):
-        DeltaTable(job["warm_table"]).file_uris()
+        DeltaTable(url(job["warm_table"]), storage_options=options).file_uris()
+    manifest = job["manifest"]
+    if store and manifest.get("data") and "cold_selective" in job.get("measures", ()):
+        part: dict[str, Any] = {}
+        probe_id = manifest["probe_id"]
+        t0 = time.perf_counter()
+        mark = requests.mark() if requests else 0
+        first = DeltaTable(table_url, storage_options=options)
+        part["rows"] = _deltars_query(first, probe_id)
+        part["seconds"] = time.perf_counter() - t0
+        if requests:
+            part["requests"] = requests.since(mark)
+        t0 = time.perf_counter()
+        mark = requests.mark() if requests else 0
+        first.update_incremental()
+        _deltars_query(first, probe_id)
+        part["again_s"] = time.perf_counter() - t0
+        if requests:
+            part["again_requests"] = requests.since(mark)
+        result["cold_selective"] = part
     t0 = time.perf_counter()
-    table = DeltaTable(job["table"])
+    mark = requests.mark() if requests else 0
+    table = DeltaTable(table_url, storage_options=options)
     loaded = time.perf_counter()
     uris = table.file_uris()
     listed = time.perf_counter()
+    if requests:
+        result["requests"] = requests.since(mark)
     result.update(
         load_s=loaded - t0,
         list_s=listed - loaded,
@@ -84,12 +143,22 @@ def deltars_job(job: Job) -> dict[str, Any]:
     if job["manifest"].get("synthetic"):
         from ..synth import append_commit
 
-        undo = append_commit(job["table"])
+        local = str(job.get("local_table") or job["table"])
+        undo = append_commit(local)
+        if store:
+            from .store import tag_etags
+
+            tag_etags(Path(local))
         try:
+            replan: dict[str, Any] = {}
+            mark = requests.mark() if requests else 0
             t0 = time.perf_counter()
             table.update_incremental()
             files = len(table.file_uris())
-            result["replan"] = {"planning_s": time.perf_counter() - t0, "files": files}
+            replan.update(planning_s=time.perf_counter() - t0, files=files)
+            if requests:
+                replan["requests"] = requests.since(mark)
+            result["replan"] = replan
         finally:
             undo()
     return result
