@@ -20,6 +20,12 @@ TEST_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
 
 
 @pytest.fixture(scope="session")
+def test_conf() -> dict[str, str]:
+    """TEST_CONF, for tests that start Spark sessions of their own (in subprocesses)."""
+    return dict(TEST_CONF)
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = local_session("delta-replay-pytest", conf=TEST_CONF, extra_packages=[KAFKA_SQL_MAVEN])
     yield session
