@@ -10,9 +10,23 @@ from pyspark.sql import SparkSession
 from delta_replay._versions import KAFKA_SQL_MAVEN
 from delta_replay.session import local_session
 
+# Test-sized settings of the shared session. delta-spark rebuilds a snapshot's state (the
+# file list MERGE, DELETE, OPTIMIZE, V1 reads and history need) with a shuffle into
+# `snapshotPartitions` partitions, 50 by default: 50 tasks per snapshot on tables of a few
+# files cost 3-4x the time of the whole operation on 2 cores. delta-spark's own test suites
+# use 2, and so do the Kafka and streams workloads (their SESSION_CONF / RUN_CONF). The
+# answers do not depend on it: it is the partition count of that one shuffle.
+TEST_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
+
+
+@pytest.fixture(scope="session")
+def test_conf() -> dict[str, str]:
+    """TEST_CONF, for tests that start Spark sessions of their own (in subprocesses)."""
+    return dict(TEST_CONF)
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = local_session("delta-replay-pytest", extra_packages=[KAFKA_SQL_MAVEN])
+    session = local_session("delta-replay-pytest", conf=TEST_CONF, extra_packages=[KAFKA_SQL_MAVEN])
     yield session
     session.stop()

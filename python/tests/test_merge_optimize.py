@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from delta_replay.read import connector_available, read
 
 SHORT = [
-    "--duration", "8",
+    "--duration", "3",
     "--rate", "40",
     "--partitions", "1",
     "--pool", "40",

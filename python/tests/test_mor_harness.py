@@ -26,6 +26,8 @@ def test_plan_validation_and_expansion(tmp_path: Path) -> None:
         Plan.load(bad)
     with pytest.raises(ValueError, match="must be within"):
         Plan(mix={"reinsert": 2.0})
+    with pytest.raises(ValueError, match="spark_conf keys and values must be strings"):
+        Plan.from_dict({"spark_conf": {"spark.sql.shuffle.partitions": 2}})
     full = expand(Plan(runs=3))
     # per change size: 4 methods x 2 reads + append + overwrite + merge + replaceWhere
     # + 2 cow x 3 ops
@@ -38,9 +40,18 @@ def test_plan_validation_and_expansion(tmp_path: Path) -> None:
     assert args.tiny and args.handler.__name__ == "bench"
 
 
-def test_tiny_plan_end_to_end(spark: SparkSession, tmp_path: Path) -> None:
-    # two timed runs (each its own JVM): a MOR predicate read and a MOR write with freshness
-    plan = replace(TINY, methods=("rank",), operations=("read_predicate", "write"), cow=())
+def test_tiny_plan_end_to_end(
+    spark: SparkSession, test_conf: dict[str, str], tmp_path: Path
+) -> None:
+    # two timed runs (each its own JVM): a MOR predicate read and a MOR write with freshness;
+    # the runs' sessions get the test session's Delta settings (the plan's spark_conf)
+    plan = replace(
+        TINY,
+        methods=("rank",),
+        operations=("read_predicate", "write"),
+        cow=(),
+        spark_conf=test_conf,
+    )
     # the datasets also get a copy-on-write table: prepare checks the view against it
     prepared = prepare(spark, replace(plan, cow=("cow_merge_dv",)), tmp_path)
     assert prepared["c100"]["checked_against"] == ["cow_merge_dv"]
@@ -57,7 +68,8 @@ def test_tiny_plan_end_to_end(spark: SparkSession, tmp_path: Path) -> None:
     by_op = {r["operation"]: r for r in timer_rows}
     assert by_op["read_predicate"]["rows_out"] > 0 and by_op["read_predicate"]["seconds"] > 0
     assert by_op["write"]["freshness_seconds"] >= by_op["write"]["seconds"] > 0
-    assert json.loads(by_op["write"]["params"])["base_rows"] == TINY.base_rows
+    params = json.loads(by_op["write"]["params"])
+    assert params["base_rows"] == TINY.base_rows and params["spark_conf"] == test_conf
     assert json.loads(by_op["write"]["metrics"])["operation"] == "WRITE"
     out = tmp_path / "out"
     doc = report(spark, timer, out)

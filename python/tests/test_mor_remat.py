@@ -89,13 +89,22 @@ class VirtualReader:
     base: tuple[int, int] | None = None
     pin: Pin | None = None  # what the reader's R3 reads at
 
-    def step(self, world: World, index: int) -> None:
+    def step(self, world: World, index: int, now: dict[str, Any]) -> None:
+        """Take step ``index``; ``now`` holds what earlier readers of this gap looked up.
+
+        Nothing commits between two reader steps of one gap, so every reader of a gap sees
+        the same versions: each table's is looked up once per gap.
+        """
         spark, tables = world.spark, world.tables
         first, second = (1, 0) if self.base_first else (0, 1)
         if index == first:
-            self.change_version = latest_version(spark, tables.changes)
+            if "changes" not in now:
+                now["changes"] = latest_version(spark, tables.changes)
+            self.change_version = now["changes"]
         elif index == second:
-            self.base = base_pin(spark, tables.base)
+            if "base" not in now:
+                now["base"] = base_pin(spark, tables.base)
+            self.base = now["base"]
         else:
             assert self.change_version is not None and self.base is not None
             self.pin = Pin(self.change_version, self.base[0], self.base[1])
@@ -120,10 +129,11 @@ def run_interleavings(world: World, mode: str, readers: list[VirtualReader]) -> 
 
     steps = [m1, m2, m3]
     for gap in range(4):  # gap g: after g rematerialiser steps
+        now: dict[str, Any] = {}
         for index in range(3):  # R1s, then R2s, then R3s: keeps each reader's own order
             for r in readers:
                 if r.gaps[index] == gap:
-                    r.step(world, index)
+                    r.step(world, index, now)
         if gap < 3:
             steps[gap]()
     assert plan_holder[0] is not None

@@ -92,7 +92,9 @@ def bench(args: Any) -> int:
             f"[bench mor] plan {plan.name}: {len(expand(plan))} runs, work dir {work}", flush=True
         )
         (out / "plan.json").write_text(json.dumps(plan.to_dict(), indent=2))
-        spark = local_session("mor-bench-prepare", driver_memory=plan.driver_memory)
+        spark = local_session(
+            "mor-bench-prepare", conf=plan.spark_conf, driver_memory=plan.driver_memory
+        )
         try:
             if not (args.skip_prepare or args.report_only):
                 info = prepare(spark, plan, work)

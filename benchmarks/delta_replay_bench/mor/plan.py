@@ -38,6 +38,9 @@ class Plan:
     mix: dict[str, float] = field(default_factory=dict)
     broadcast_limit_bytes: int | None = None
     driver_memory: str = "2g"
+    # Spark settings of every session of the run (prepare and each timed process); the tests
+    # pass delta-spark's test-sized spark.databricks.delta.snapshotPartitions here
+    spark_conf: dict[str, str] = field(default_factory=dict)
     remat_every_batches: int = 10  # for the amortised write cost in the recommendation
     run_timeout_seconds: int = 1800
 
@@ -62,6 +65,8 @@ class Plan:
             if unknown:
                 raise bad(f"unknown {what} {unknown}: use {', '.join(allowed)}")
         Mix(**self.mix)  # raises on a bad mix
+        if not all(isinstance(v, str) for kv in self.spark_conf.items() for v in kv):
+            raise bad("spark_conf keys and values must be strings")
 
     @staticmethod
     def from_dict(doc: dict[str, Any]) -> Plan:

@@ -145,7 +145,9 @@ def execute(doc: dict[str, Any]) -> dict[str, Any]:
     began = datetime.now(timezone.utc)
     from delta_replay.session import local_session
 
-    spark = local_session(f"mor-run-{spec.label}", driver_memory=plan.driver_memory)
+    spark = local_session(
+        f"mor-run-{spec.label}", conf=plan.spark_conf, driver_memory=plan.driver_memory
+    )
     scratch = work / "scratch" / uuid.uuid4().hex
     try:
         if spec.operation in ("read_predicate", "read_full"):
