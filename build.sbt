@@ -26,10 +26,12 @@ ThisBuild / scalaVersion := scala213
 ThisBuild / resolvers := Seq(Resolver.DefaultMavenRepository)
 
 // Forked test JVMs running at once (see Test / testGrouping): 2 on this 2-core machine kind;
-// DELTAREPLAY_TEST_LANES=N changes it.
-Global / concurrentRestrictions += Tags.limit(
-  Tags.ForkedTestGroup,
-  sys.env.get("DELTAREPLAY_TEST_LANES").map(_.toInt).getOrElse(2)
+// DELTAREPLAY_TEST_LANES=N changes it. sbt's default restrictions hold forked test groups to one
+// at a time, and a rule added to them cannot loosen that: the list is given whole.
+Global / concurrentRestrictions := Seq(
+  Tags.limitAll(math.max(2, java.lang.Runtime.getRuntime.availableProcessors)),
+  Tags.limit(Tags.ForkedTestGroup, sys.env.get("DELTAREPLAY_TEST_LANES").map(_.toInt).getOrElse(2)),
+  Tags.exclusiveGroup(Tags.Clean)
 )
 
 // JDK 17 module openings Spark needs (the same list Spark's launcher adds).
