@@ -264,7 +264,7 @@ def test_store_serves_a_placed_table_and_counts_its_requests(tmp_path: Path) -> 
 
 
 def test_store_report_shows_times_with_requests() -> None:
-    from delta_replay_bench.replay.report import store_section
+    from delta_replay_bench.replay.report_store import store_section
 
     req = {"LIST": 1, "HEAD": 2, "GET": 3, "WRITE": 0, "total": 6}
     base = {"table": "synthetic", "files": 10, "master": "local[2]"}
