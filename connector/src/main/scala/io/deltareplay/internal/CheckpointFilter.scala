@@ -34,19 +34,10 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
     val statsType = addType.fields
       .find(_.name == CheckpointLayout.StatsParsedField)
       .map(_.dataType)
-    val predicate = and(filter.prune, filter.skip)
-    val exact = onCheckpoint(predicate, statsType)
-    val pushable = exact.map(_ => onCheckpoint(filter.skip, statsType).map(CheckpointFilter.relax))
-    for {
-      e <- exact
-      p <- pushable
-    } yield SparkBridge.column(p.fold(e)(pushed => and(pushed, e)))
-  }
-
-  private def and(a: Expression, b: Expression): Expression = (a, b) match {
-    case (Literal.TrueLiteral, x) => x
-    case (x, Literal.TrueLiteral) => x
-    case _ => And(a, b)
+    // the partition part relaxes to true: Parquet gets the statistics part only
+    onCheckpoint(DataSkipping.and(filter.prune, filter.skip), statsType).map { exact =>
+      SparkBridge.column(DataSkipping.and(CheckpointFilter.relax(exact), exact))
+    }
   }
 
   private val partitionAttr = entry.attribute("partition")
@@ -56,8 +47,7 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
   private def onCheckpoint(e: Expression, statsType: Option[DataType]): Option[Expression] = {
     val partition = entry.partitionFrom(UnresolvedAttribute(Seq("add", "partitionValues")))
     val moved = e.transformDown {
-      case g: GetStructField if statsPath(g).isDefined =>
-        val names = statsPath(g).get
+      case g @ StatsField(names) =>
         val found = statsType.flatMap(t => CheckpointFilter.fieldType(t, names))
         if (found.contains(g.dataType)) UnresolvedAttribute("add" +: "stats_parsed" +: names)
         else Literal(null, g.dataType)
@@ -66,12 +56,18 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
     if (moved.exists(_.isInstanceOf[AttributeReference])) None else Some(moved)
   }
 
-  /** The field names from the entry's `stats` down to `g`, when `g` is a field of it. */
-  private def statsPath(g: Expression): Option[Seq[String]] = g match {
-    case a: AttributeReference if a.exprId == statsAttr.exprId => Some(Vector.empty)
-    case GetStructField(child, ordinal, _) =>
-      statsPath(child).map(_ :+ child.dataType.asInstanceOf[StructType](ordinal).name)
-    case _ => None
+  /** A field of the entry's `stats`, as its names from `stats` down. */
+  private object StatsField {
+    def unapply(e: Expression): Option[Seq[String]] = e match {
+      case g: GetStructField => path(g)
+      case _ => None
+    }
+    private def path(e: Expression): Option[Seq[String]] = e match {
+      case a: AttributeReference if a.exprId == statsAttr.exprId => Some(Vector.empty)
+      case GetStructField(child, ordinal, _) =>
+        path(child).map(_ :+ child.dataType.asInstanceOf[StructType](ordinal).name)
+      case _ => None
+    }
   }
 }
 

@@ -30,6 +30,7 @@ import org.apache.spark.unsafe.types.UTF8String
  *   - Anything else, a missing statistic, or a file without statistics: the file may match.
  */
 private[deltareplay] final class DataSkipping(entry: FileEntry) {
+  import DataSkipping.and
   private val partitionColumns = entry.partitionSchema.fieldNames.map(_.toLowerCase).toSet
   private val partition = entry.attribute("partition")
   private val stats = entry.attribute("stats")
@@ -169,12 +170,6 @@ private[deltareplay] final class DataSkipping(entry: FileEntry) {
   private val Lit0 = Literal(0L)
   private def orTrue(e: Expression): Expression = Coalesce(Seq(e, Literal.TrueLiteral))
 
-  private def and(a: Expression, b: Expression): Expression = (a, b) match {
-    case (Literal.TrueLiteral, x) => x
-    case (x, Literal.TrueLiteral) => x
-    case _ => And(a, b)
-  }
-
   private def or(a: Expression, b: Expression): Expression = (a, b) match {
     case (Literal.TrueLiteral, _) | (_, Literal.TrueLiteral) => Literal.TrueLiteral
     case _ => Or(a, b)
@@ -278,6 +273,13 @@ private[deltareplay] object DataSkipping {
 
   /** Up to this many IN values are tested one by one; more are tested as a range. */
   val MaxInValues = 64
+
+  /** `a AND b`, a literal true on either side left out. */
+  def and(a: Expression, b: Expression): Expression = (a, b) match {
+    case (Literal.TrueLiteral, x) => x
+    case (x, Literal.TrueLiteral) => x
+    case _ => And(a, b)
+  }
 }
 
 /**
