@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import store as s3
 from .readers import READERS, STREAM_READERS
 from .report import heap_figure
-from .store import CLOUD_LATENCY, STORES
 
 if TYPE_CHECKING:
     from delta_replay.cli import CommandRegistry
@@ -78,7 +78,7 @@ class ReplayConfig:
     cluster_sizes: tuple[int, ...] | None
     local_cluster: str
     store: str | None = None
-    store_latency: str = CLOUD_LATENCY
+    store_latency: str = s3.CLOUD_LATENCY
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReplayConfig:
@@ -119,7 +119,7 @@ class ReplayConfig:
             # executors in their own JVMs are not part of the store mode
             local_cluster="" if args.store else args.local_cluster,
             store=args.store,
-            store_latency=CLOUD_LATENCY if args.store_latency == "cloud" else args.store_latency,
+            store_latency=s3.CLOUD_LATENCY if args.store_latency == "cloud" else args.store_latency,
         )
 
 
@@ -234,12 +234,6 @@ def _row(manifest: dict[str, Any], reader: str, kind: str, master: str, result: 
     }
 
 
-def _placed(store: Any, manifest: dict[str, Any]) -> dict[str, Any]:
-    """``manifest`` of a cached table put into the store's bucket: ``table`` is its URL."""
-    local = manifest.get("local_table", manifest["table"])
-    return {**manifest, "local_table": local, "table": store.place(local)}
-
-
 def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> list[dict[str, Any]]:
     sizes = list(args.sizes or FULL_SIZES)
     gen_timeout = 3600.0
@@ -251,8 +245,8 @@ def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> l
         real = _generate(root, ["--real", f"--files={args.real_files}"], "2g", gen_timeout)
         manifests.insert(1 if len(manifests) > 1 else len(manifests), real)
     if store is not None:
-        warm = _placed(store, warm)
-        manifests = [_placed(store, m) for m in manifests]
+        warm = s3.placed(store, warm)
+        manifests = [s3.placed(store, m) for m in manifests]
     rows: list[dict[str, Any]] = []
     base = {
         "warm_table": warm["table"],
@@ -340,7 +334,7 @@ def run_quick(
         warm_table = str(warm)
         if store is not None:
             warm_table = store.place(warm)
-            tables = [_placed(store, info) for info in tables]
+            tables = [s3.placed(store, info) for info in tables]
         for info in tables:
             job = {
                 "table": info["table"],
@@ -355,7 +349,7 @@ def run_quick(
                 label = f"{_label(info)} {int(info['files']):,} files, {reader}"
                 started = time.monotonic()
                 if store is not None:
-                    _new_s3a_client(spark, info["table"])
+                    s3.new_s3a_client(spark, info["table"])
                 if reader == "delta-rs":
                     try:
                         result = deltars_job({**job, "warm_table": warm_table, "kind": "delta-rs"})
@@ -376,7 +370,7 @@ def run_quick(
                 label = f"{_label(info)} {int(info['files']):,} files, stream {reader}"
                 started = time.monotonic()
                 if store is not None:
-                    _new_s3a_client(spark, info["table"])
+                    s3.new_s3a_client(spark, info["table"])
                 with switched(spark, reader, stream=True):
                     try:
                         part = measure.first_micro_batch(
@@ -394,23 +388,12 @@ def run_quick(
     return rows
 
 
-def _new_s3a_client(spark: Any, url: str) -> None:
-    """Closes the session's cached S3A client of ``url``'s bucket: the next read makes a new one."""
-    from delta_replay._jvm import jspark_context, jvm
-
-    hadoop = jspark_context(spark).hadoopConfiguration()
-    j = jvm(spark)
-    j.org.apache.hadoop.fs.FileSystem.get(j.java.net.URI(url), hadoop).close()
-
-
 @contextlib.contextmanager
 def _store(args: ReplayConfig, tmp: Path) -> Iterator[Any]:
     """The object store of ``--store`` (None without): started here, stopped at the end."""
     if not args.store:
         yield None
         return
-    from . import store as s3
-
     _say(f"starting s3proxy (latency {args.store_latency or 'none'}) ...")
     server = s3.start(tmp / "s3proxy", tmp / "s3data", args.store_latency)
     _say(f"s3proxy at {server.endpoint}, bucket {server.bucket}; {len(server.jars)} S3A jars")
@@ -600,7 +583,7 @@ def register(registry: CommandRegistry) -> None:
     )
     parser.add_argument(
         "--store",
-        choices=STORES,
+        choices=s3.STORES,
         help=(
             "read the tables from an object store: s3 = s3proxy on 127.0.0.1 (started and "
             "stopped by this run) through S3A and delta-rs's object store, with the requests "
@@ -611,7 +594,7 @@ def register(registry: CommandRegistry) -> None:
         "--store-latency",
         default="cloud",
         help=(
-            f"per-request latency of the store in ms: 'cloud' = {CLOUD_LATENCY}, "
+            f"per-request latency of the store in ms: 'cloud' = {s3.CLOUD_LATENCY}, "
             "or op=ms,... ('' for none)"
         ),
     )

@@ -275,3 +275,18 @@ class RequestLog:
         if not counts["OTHER"]:
             del counts["OTHER"]
         return counts
+
+
+def placed(store: Any, manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` of a cached table put into the store's bucket: ``table`` is its URL."""
+    local = manifest.get("local_table", manifest["table"])
+    return {**manifest, "local_table": local, "table": store.place(local)}
+
+
+def new_s3a_client(spark: Any, url: str) -> None:
+    """Closes the session's cached S3A client of ``url``'s bucket: the next read makes a new one."""
+    from delta_replay._jvm import jspark_context, jvm
+
+    hadoop = jspark_context(spark).hadoopConfiguration()
+    j = jvm(spark)
+    j.org.apache.hadoop.fs.FileSystem.get(j.java.net.URI(url), hadoop).close()
