@@ -263,6 +263,36 @@ class ObjectStoreSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("requests of a re-plan after one commit: listings and the new commit, not the tail again") {
+    // A checkpoint at v2 and three commits after it that hold no protocol or metaData.
+    val path = newTable("replan")
+    (0 until 3).foreach(i => append(path, i * 10, (i + 1) * 10))
+    DeltaLog.forTable(spark, path).checkpoint()
+    (3 until 6).foreach(i => append(path, i * 10, (i + 1) * 10))
+    assert(logNames(path).exists(_.endsWith("02.checkpoint.parquet")), logNames(path))
+    // `id = -1` matches no file's statistics: the read is planning only, no data file is read.
+    def replan(): Map[String, Long] = {
+      ours(path).where("id = -1").collect() // this version planned, index and metadata cached
+      append(path, 1000, 1010)
+      val before = requests()
+      assert(ours(path).where("id = -1").collect().isEmpty)
+      val after = requests()
+      after.map { case (k, v) => k -> (v - before(k)) }
+    }
+    IndexCache.clear(spark)
+    val cached = replan()
+    val uncached = withConf("spark.deltareplay.replay.stateCache.enabled" -> "false")(replan())
+    info(s"re-plan after one commit, cache on:  $cached")
+    info(s"re-plan after one commit, cache off: $uncached")
+    // The DataFrame's load and its planning (which reads the newest version again, as V1 does)
+    // each list _delta_log once; the new commit is read for the metadata and for the index. Without
+    // the caches both loads read the three older commits and the checkpoint again, and the replay
+    // reads them a third time.
+    assert(cached("LIST") <= 2, cached)
+    assert(cached("GET") <= 4 && cached("GET") < uncached("GET"), s"$cached; uncached $uncached")
+    assertSameAsV1(path, modes = Seq("auto"))
+  }
+
   private def expectStoreError(path: String, settings: String*)(read: => Any): String = {
     val started = System.nanoTime()
     val e = intercept[Exception](read)

@@ -51,9 +51,15 @@ private[deltareplay] object IndexCache {
     c
   }
 
-  /** Forgets (and releases) every cached index of this session. */
-  def clear(spark: SparkSession): Unit = caches.synchronized {
-    Option(caches.remove(spark)).foreach(_.entries.values().forEach(_.index.release()))
+  /**
+   * Forgets (and releases) every cached index of this session, and its cached protocol and metadata
+   * ([[MetaCache]]): the next read of any table is a cold one.
+   */
+  def clear(spark: SparkSession): Unit = {
+    caches.synchronized {
+      Option(caches.remove(spark)).foreach(_.entries.values().forEach(_.index.release()))
+    }
+    MetaCache.clear(spark)
   }
 
   /** (tables, files, bytes) cached for this session. */

@@ -60,30 +60,43 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
 
   /** The newest protocol and metaData: commits newest first, then the checkpoint. */
   def tableMeta(): TableMeta = {
-    var protocol: Option[TableMeta.Protocol] = None
-    var metadata: Option[TableMeta.Metadata] = None
-    def offer(found: Option[ProtocolOrMetadata.T]): Unit = found match {
-      case Some(Left(p)) if protocol.isEmpty => protocol = Some(p)
-      case Some(Right(m)) if metadata.isEmpty => metadata = Some(m)
+    val fromCommits = newestInCommits(segment.commits)
+    var protocol = fromCommits.protocol
+    var metadata = fromCommits.metadata
+    if (!fromCommits.complete) checkpointProtocolAndMetadata().reverse.foreach {
+      case Left(p) if protocol.isEmpty => protocol = Some(p)
+      case Right(m) if metadata.isEmpty => metadata = Some(m)
       case _ =>
     }
-    val commits = segment.commits.reverseIterator
-    while ((protocol.isEmpty || metadata.isEmpty) && commits.hasNext) {
-      val file = commits.next()
-      // Newest action wins within a commit too: walk its lines backwards.
-      readText(file).reverseIterator.foreach { line =>
-        if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
-          parseLine(file, line) // validates the JSON, naming the file when it is broken
-          offer(parseProtocolOrMetadataSafely(file, line))
-        }
-      }
-    }
-    if (protocol.isEmpty || metadata.isEmpty)
-      checkpointProtocolAndMetadata().reverse.foreach(a => offer(Some(a)))
     (protocol, metadata) match {
       case (Some(p), Some(m)) => TableMeta(p, m)
       case _ => throw Errors.noProtocolOrMetadata(table, segment.version)
     }
+  }
+
+  /**
+   * The newest protocol and metaData actions of `commits` (ascending), read newest first until both
+   * are found.
+   */
+  def newestInCommits(commits: Seq[FileStatus]): LogReader.Newest = {
+    var protocol: Option[TableMeta.Protocol] = None
+    var metadata: Option[TableMeta.Metadata] = None
+    val newestFirst = commits.reverseIterator
+    while ((protocol.isEmpty || metadata.isEmpty) && newestFirst.hasNext) {
+      val file = newestFirst.next()
+      // Newest action wins within a commit too: walk its lines backwards.
+      readText(file).reverseIterator.foreach { line =>
+        if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
+          parseLine(file, line) // validates the JSON, naming the file when it is broken
+          parseProtocolOrMetadataSafely(file, line) match {
+            case Some(Left(p)) if protocol.isEmpty => protocol = Some(p)
+            case Some(Right(m)) if metadata.isEmpty => metadata = Some(m)
+            case _ =>
+          }
+        }
+      }
+    }
+    LogReader.Newest(protocol, metadata)
   }
 
   private def parseProtocolOrMetadataSafely(
@@ -281,4 +294,19 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
     out.toSeq
   }
 
+}
+
+private[deltareplay] object LogReader {
+
+  /** The newest protocol and metaData actions found in some commits. */
+  final case class Newest(
+      protocol: Option[TableMeta.Protocol],
+      metadata: Option[TableMeta.Metadata]
+  ) {
+    def complete: Boolean = protocol.isDefined && metadata.isDefined
+
+    /** `meta` with the actions found here in place of its own. */
+    def over(meta: TableMeta): TableMeta =
+      metadata.foldLeft(protocol.foldLeft(meta)(_ withProtocol _))(_ withMetadata _)
+  }
 }

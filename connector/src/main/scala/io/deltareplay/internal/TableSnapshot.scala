@@ -66,7 +66,7 @@ private[deltareplay] object TableSnapshot {
   ): (LogSegment, TableMeta) = {
     val segment = LogSegment.forVersion(listing, version, excluded)
     val attempt =
-      try Right(segment -> new LogReader(spark, segment).checkedMeta())
+      try Right(segment -> MetaCache.meta(spark, segment))
       catch {
         case e: io.deltareplay.DeltaReplayException.CorruptLog
             if segment.checkpointVersion.isDefined && isCheckpointFile(e.file) =>

@@ -26,6 +26,9 @@ object SparkSessions {
       .config("spark.databricks.delta.snapshotPartitions", "2")
       .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
 
+  /** JVM flags of executor JVMs: the test JVMs' collector (build.sbt says why). */
+  val testJvmOptions = "-XX:+UseParallelGC"
+
   /** The classpath local-cluster executors need: set by build.sbt. */
   def executorClasspath: String =
     sys.props.getOrElse(
@@ -72,6 +75,7 @@ trait LocalClusterSparkSession extends SharedSparkSession { self: Suite =>
       .builder("local-cluster[2,1,1024]")
       .config("spark.executor.extraClassPath", SparkSessions.executorClasspath)
       .config("spark.executor.memory", "1024m")
+      .config("spark.executor.extraJavaOptions", SparkSessions.testJvmOptions)
       .getOrCreate()
     clusterSession.sparkContext.setLogLevel("ERROR")
   }
