@@ -15,8 +15,14 @@ from delta_replay.session import local_session
 # `snapshotPartitions` partitions, 50 by default: 50 tasks per snapshot on tables of a few
 # files cost 3-4x the time of the whole operation on 2 cores. delta-spark's own test suites
 # use 2, and so do the Kafka and streams workloads (their SESSION_CONF / RUN_CONF). The
-# answers do not depend on it: it is the partition count of that one shuffle.
-TEST_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
+# answers do not depend on it: it is the partition count of that one shuffle. The JVMs
+# use the parallel collector, as the Scala test JVMs do (build.sbt): on 2 cores G1's
+# concurrent work competes with the tests for CPU (the MOR, correctness and session tests:
+# 194 s with G1, 178 s with it).
+TEST_CONF = {
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+}
 
 
 @pytest.fixture(scope="session")
