@@ -153,8 +153,8 @@ lazy val connector = (project in file("connector"))
       s"-Ddeltareplay.test.executorClasspath=${cp.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator)}"
     },
     // One JVM holds one SparkContext: every *ClusterSuite (and *SmallHeapSuite) forks into its own
-    // JVM; the other suites share two JVMs (one SparkSession each), split by their measured run
-    // times so that the two lanes below finish together. Each JVM gets its own warehouse and Derby
+    // JVM; the other suites share three JVMs (one SparkSession each), split by their measured run
+    // times. Each JVM gets its own warehouse and Derby
     // directories, so catalog tables of suites running at the same time never meet.
     Test / testGrouping := {
       val tests = (Test / definedTests).value
@@ -173,15 +173,27 @@ lazy val connector = (project in file("connector"))
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
       // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
-      // The long suites of the shared JVMs (about 560 s of the 1,000): the first lane.
-      val long = Set(
-        "DifferentialSuite",
-        "SnapshotIndexSuite",
-        "ExecutorPlanningSuite",
-        "CorrectnessSuite"
+      // The shared-session suites in three JVMs of about equal run time (seconds each took in
+      // the last full run, two JVMs at a time): the differential test and executor planning
+      // (423 + 48); correctness, the snapshot index, streaming and two short ones
+      // (150 + 159 + 150 + 27 + 21); the rest (about 480). sbt starts forked groups in no set
+      // order, so no group may be much longer than the others: with the longest started last, the
+      // run ends that much later.
+      val lanes = Seq(
+        "local-1" -> Set("DifferentialSuite", "ExecutorPlanningSuite"),
+        "local-2" -> Set(
+          "CorrectnessSuite",
+          "SnapshotIndexSuite",
+          "StreamingSuite",
+          "RoutingSuite",
+          "MetadataAggregatesSuite"
+        )
       )
-      val (first, second) = local.partition(t => long(t.name.split('.').last))
-      Seq("local-1" -> first, "local-2" -> second).collect {
+      def lane(t: TestDefinition): String = {
+        val simple = t.name.split('.').last
+        lanes.collectFirst { case (name, suites) if suites(simple) => name }.getOrElse("local-3")
+      }
+      (lanes.map(_._1) :+ "local-3").map(name => name -> local.filter(t => lane(t) == name)).collect {
         case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None))
       } ++ cluster.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, None))) ++
         small.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, Some("-Xmx1g"))))
