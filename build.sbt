@@ -193,9 +193,11 @@ lazy val connector = (project in file("connector"))
         val simple = t.name.split('.').last
         lanes.collectFirst { case (name, suites) if suites(simple) => name }.getOrElse("local-3")
       }
-      (lanes.map(_._1) :+ "local-3").map(name => name -> local.filter(t => lane(t) == name)).collect {
-        case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None))
-      } ++ cluster.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, None))) ++
+      (lanes.map(_._1) :+ "local-3")
+        .map(name => name -> local.filter(t => lane(t) == name))
+        .collect {
+          case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None))
+        } ++ cluster.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, None))) ++
         small.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, Some("-Xmx1g"))))
     },
     // Forked JVMs run side by side (two at a time: Global / concurrentRestrictions above). A
