@@ -153,7 +153,7 @@ lazy val connector = (project in file("connector"))
       s"-Ddeltareplay.test.executorClasspath=${cp.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator)}"
     },
     // One JVM holds one SparkContext: every *ClusterSuite (and *SmallHeapSuite) forks into its own
-    // JVM; the other suites share three JVMs (one SparkSession each), split by their measured run
+    // JVM; the other suites share four JVMs (one SparkSession each), split by their measured run
     // times. Each JVM gets its own warehouse and Derby
     // directories, so catalog tables of suites running at the same time never meet.
     Test / testGrouping := {
@@ -173,21 +173,17 @@ lazy val connector = (project in file("connector"))
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
       // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
-      // The shared-session suites in three JVMs of about equal run time (seconds each took in
-      // the last full run, two JVMs at a time): the differential test and executor planning
-      // (423 + 48); correctness, the snapshot index, streaming and two short ones
-      // (150 + 159 + 150 + 27 + 21); the rest (about 480). sbt starts forked groups in no set
-      // order, so no group may be much longer than the others: with the longest started last, the
-      // run ends that much later.
+      // The shared-session suites in four JVMs of about equal run time (seconds each took in the
+      // last full run, two JVMs at a time): the differential test's first half and executor
+      // planning (about 330 + 74); correctness, the snapshot index and streaming
+      // (128 + 152 + 136); the differential test's second half, routing and metadata aggregates
+      // (about 220 + 21 + 17); the rest (about 380). sbt starts forked groups in no set order, so
+      // no group may be much longer than the others: with the longest started last, the run ends
+      // that much later (with three groups, the one started last ran alone for four minutes).
       val lanes = Seq(
         "local-1" -> Set("DifferentialSuite", "ExecutorPlanningSuite"),
-        "local-2" -> Set(
-          "CorrectnessSuite",
-          "SnapshotIndexSuite",
-          "StreamingSuite",
-          "RoutingSuite",
-          "MetadataAggregatesSuite"
-        )
+        "local-2" -> Set("CorrectnessSuite", "SnapshotIndexSuite", "StreamingSuite"),
+        "local-4" -> Set("DifferentialSecondSuite", "RoutingSuite", "MetadataAggregatesSuite")
       )
       def lane(t: TestDefinition): String = {
         val simple = t.name.split('.').last

@@ -8,11 +8,22 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /**
  * The differential test against delta-spark V1 (see [[Differential]]). By default a short run with
- * a fixed seed (part of `./dev test`); `./dev fuzz --minutes N [--seed S]` runs it for N minutes
- * with fresh seeds and every mode for every query: `testOnly
- * io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`.
+ * fixed seeds (part of `./dev test`): tables from `firstSeed` on until at least `minQueries`
+ * queries were answered. The short run is split in two suites, this one and
+ * [[DifferentialSecondSuite]], so that `./dev test` runs the halves in two JVMs side by side
+ * (build.sbt); together they are the run of seeds 20261124-20261128, 500 queries or more. `./dev
+ * fuzz --minutes N [--seed S]` runs this suite for N minutes with fresh seeds and every mode for
+ * every query: `testOnly io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`.
  */
-class DifferentialSuite extends AnyFunSuite with DeltaOracle with Differential {
+class DifferentialSuite extends DifferentialRun(firstSeed = 20261124L, minQueries = 300)
+
+/** The second half of the short run: seeds 20261127 and on (see [[DifferentialSuite]]). */
+class DifferentialSecondSuite extends DifferentialRun(firstSeed = 20261127L, minQueries = 200)
+
+abstract class DifferentialRun(firstSeed: Long, minQueries: Int)
+    extends AnyFunSuite
+    with DeltaOracle
+    with Differential {
   private var config: Map[String, Any] = Map.empty
 
   override def withFixture(test: NoArgTest): Outcome = {
@@ -22,19 +33,19 @@ class DifferentialSuite extends AnyFunSuite with DeltaOracle with Differential {
 
   private def setting(key: String): Option[String] = config.get(key).map(_.toString)
 
-  test("generated tables and queries answer as V1 does") {
+  test(s"generated tables and queries answer as V1 does (seeds from $firstSeed)") {
     withTempDir { dir =>
       val minutes = setting("minutes").map(_.toDouble)
       val started = System.nanoTime()
       def elapsedMinutes = (System.nanoTime() - started) / 6e10
-      val firstSeed = setting("seed").map(_.toLong).getOrElse {
-        if (minutes.isDefined) new Random().nextLong() & 0xffffffffL else 20261124L
+      val first = setting("seed").map(_.toLong).getOrElse {
+        if (minutes.isDefined) new Random().nextLong() & 0xffffffffL else firstSeed
       }
       var stats = RunStats.empty
-      var seed = firstSeed
+      var seed = first
       def more = minutes match {
         case Some(m) => elapsedMinutes < m
-        case None => stats.queries < 500
+        case None => stats.queries < minQueries
       }
       while (more) {
         val perTable =
@@ -49,10 +60,10 @@ class DifferentialSuite extends AnyFunSuite with DeltaOracle with Differential {
         seed += 1
       }
       println(
-        f"differential (first seed $firstSeed, last ${seed - 1}, ${elapsedMinutes * 60}%.0f s): " +
+        f"differential (first seed $first, last ${seed - 1}, ${elapsedMinutes * 60}%.0f s): " +
           stats.summary
       )
-      assert(stats.queries >= (if (minutes.isDefined) 1 else 500), stats.summary)
+      assert(stats.queries >= (if (minutes.isDefined) 1 else minQueries), stats.summary)
       assert(stats.differences.isEmpty, stats.differences.map(_.report).mkString("\n\n"))
     }
   }
