@@ -40,25 +40,14 @@ private[deltareplay] object IndexCache {
     var bytes = 0L
   }
 
-  private val caches = new java.util.WeakHashMap[SparkSession, Cache]()
-
-  private def cacheOf(spark: SparkSession): Cache = caches.synchronized {
-    var c = caches.get(spark)
-    if (c == null) {
-      c = new Cache
-      caches.put(spark, c)
-    }
-    c
-  }
+  private val cacheOf = new PerSession(() => new Cache)
 
   /**
    * Forgets (and releases) every cached index of this session, and its cached protocol and metadata
    * ([[MetaCache]]): the next read of any table is a cold one.
    */
   def clear(spark: SparkSession): Unit = {
-    caches.synchronized {
-      Option(caches.remove(spark)).foreach(_.entries.values().forEach(_.index.release()))
-    }
+    cacheOf.remove(spark).foreach(_.entries.values().forEach(_.index.release()))
     MetaCache.clear(spark)
   }
 

@@ -61,17 +61,10 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   /** The newest protocol and metaData: commits newest first, then the checkpoint. */
   def tableMeta(): TableMeta = {
     val fromCommits = newestInCommits(segment.commits)
-    var protocol = fromCommits.protocol
-    var metadata = fromCommits.metadata
-    if (!fromCommits.complete) checkpointProtocolAndMetadata().reverse.foreach {
-      case Left(p) if protocol.isEmpty => protocol = Some(p)
-      case Right(m) if metadata.isEmpty => metadata = Some(m)
-      case _ =>
-    }
-    (protocol, metadata) match {
-      case (Some(p), Some(m)) => TableMeta(p, m)
-      case _ => throw Errors.noProtocolOrMetadata(table, segment.version)
-    }
+    val found =
+      if (fromCommits.complete) fromCommits
+      else checkpointProtocolAndMetadata().reverse.foldLeft(fromCommits)(_ offer _)
+    found.meta.getOrElse(throw Errors.noProtocolOrMetadata(table, segment.version))
   }
 
   /**
@@ -79,24 +72,19 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
    * are found.
    */
   def newestInCommits(commits: Seq[FileStatus]): LogReader.Newest = {
-    var protocol: Option[TableMeta.Protocol] = None
-    var metadata: Option[TableMeta.Metadata] = None
+    var found = LogReader.Newest(None, None)
     val newestFirst = commits.reverseIterator
-    while ((protocol.isEmpty || metadata.isEmpty) && newestFirst.hasNext) {
+    while (!found.complete && newestFirst.hasNext) {
       val file = newestFirst.next()
       // Newest action wins within a commit too: walk its lines backwards.
       readText(file).reverseIterator.foreach { line =>
         if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
           parseLine(file, line) // validates the JSON, naming the file when it is broken
-          parseProtocolOrMetadataSafely(file, line) match {
-            case Some(Left(p)) if protocol.isEmpty => protocol = Some(p)
-            case Some(Right(m)) if metadata.isEmpty => metadata = Some(m)
-            case _ =>
-          }
+          parseProtocolOrMetadataSafely(file, line).foreach(a => found = found.offer(a))
         }
       }
     }
-    LogReader.Newest(protocol, metadata)
+    found
   }
 
   private def parseProtocolOrMetadataSafely(
@@ -298,12 +286,22 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
 
 private[deltareplay] object LogReader {
 
-  /** The newest protocol and metaData actions found in some commits. */
+  /** The newest protocol and metaData actions found so far, reading the log newest first. */
   final case class Newest(
       protocol: Option[TableMeta.Protocol],
       metadata: Option[TableMeta.Metadata]
   ) {
     def complete: Boolean = protocol.isDefined && metadata.isDefined
+
+    /** With `action` unless an action of its kind was found before (that one is newer). */
+    def offer(action: ProtocolOrMetadata.T): Newest = action match {
+      case Left(p) if protocol.isEmpty => copy(protocol = Some(p))
+      case Right(m) if metadata.isEmpty => copy(metadata = Some(m))
+      case _ => this
+    }
+
+    /** The table's protocol and metadata, when both were found. */
+    def meta: Option[TableMeta] = for (p <- protocol; m <- metadata) yield TableMeta(p, m)
 
     /** `meta` with the actions found here in place of its own. */
     def over(meta: TableMeta): TableMeta =

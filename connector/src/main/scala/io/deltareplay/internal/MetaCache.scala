@@ -32,19 +32,10 @@ private[deltareplay] object MetaCache {
       size() > MaxTables
   }
 
-  private val caches = new java.util.WeakHashMap[SparkSession, Cache]()
-
-  private def cacheOf(spark: SparkSession): Cache = caches.synchronized {
-    var c = caches.get(spark)
-    if (c == null) {
-      c = new Cache
-      caches.put(spark, c)
-    }
-    c
-  }
+  private val cacheOf = new PerSession(() => new Cache)
 
   /** Forgets this session's cached loads. */
-  def clear(spark: SparkSession): Unit = caches.synchronized(caches.remove(spark))
+  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
 
   /**
    * The protocol and metadata of `segment`: from a cached load it extends plus its newer commits,
