@@ -91,7 +91,15 @@ port_open() { # port_open PORT: can we connect to 127.0.0.1:PORT?
 }
 
 cluster_id() { # a Kafka Uuid: 16 random bytes, base64url without padding
-  python3 -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("="))'
+  # Like Kafka's own Uuid.randomUuid, never one that starts with "-": the storage
+  # tool's argument parser reads "-t -abc..." as a missing value (1 start in 64
+  # failed that way).
+  python3 -c '
+import base64, os
+uid = "-"
+while uid.startswith("-"):
+    uid = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+print(uid)'
 }
 
 start() {
