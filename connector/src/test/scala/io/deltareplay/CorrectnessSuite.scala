@@ -269,4 +269,34 @@ class CorrectnessSuite extends AnyFunSuite with DeltaOracle {
       }
     }
   }
+
+  test("a timestamp partition column read after the session time zone changed: V1's values") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      // partition values as delta-spark wrote them before it normalised them to UTC: no offset
+      withConf(
+        "spark.sql.session.timeZone" -> "UTC",
+        "spark.databricks.delta.write.utcTimestampPartitionValues" -> "false"
+      ) {
+        spark
+          .range(0, 6)
+          .selectExpr("id", "TIMESTAMP '2024-03-10 01:30:00' + make_interval(0, 0, 0, 0, id) AS ts")
+          .write
+          .format("delta")
+          .partitionBy("ts")
+          .save(path)
+        // the index of this version is built and kept with partition values read in UTC
+        assert(sorted(ours(path)) === sorted(v1(path)))
+      }
+      // Partition values without an offset are read in the session's time zone, as V1 does.
+      val q = "ts >= TIMESTAMP '2024-03-10 04:30:00'"
+      Seq("America/Los_Angeles", "Asia/Kolkata", "UTC").foreach { tz =>
+        withConf("spark.sql.session.timeZone" -> tz) {
+          assert(sorted(ours(path)) === sorted(v1(path)), tz)
+          assert(sorted(ours(path).where(q)) === sorted(v1(path).where(q)), s"$tz: $q")
+          assertSameAsV1(path, query = _.where(q))
+        }
+      }
+    }
+  }
 }

@@ -285,10 +285,12 @@ class ObjectStoreSuite extends AnyFunSuite with DeltaOracle {
     info(s"re-plan after one commit, cache on:  $cached")
     info(s"re-plan after one commit, cache off: $uncached")
     // The DataFrame's load and its planning (which reads the newest version again, as V1 does)
-    // each list _delta_log once; the new commit is read for the metadata and for the index. Without
-    // the caches both loads read the three older commits and the checkpoint again, and the replay
-    // reads them a third time.
+    // each list _delta_log once; the new commit is read once, for the metadata, and the index
+    // roll-forward finds it in memory (CommitTexts), opened with its listed status (no HEAD).
+    // Without the caches both loads read the three older commits and the checkpoint again, and
+    // the replay reads them a third time.
     assert(cached("LIST") <= 2, cached)
+    assert(cached("HEAD") == 0, cached)
     assert(cached("GET") <= 4 && cached("GET") < uncached("GET"), s"$cached; uncached $uncached")
     assertSameAsV1(path, modes = Seq("auto"))
   }

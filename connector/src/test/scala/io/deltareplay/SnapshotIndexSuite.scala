@@ -245,13 +245,29 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
           assert(sorted(df) === sorted(v1(path).where(q)), q)
           val m = deltaReplayScans(df).head.metrics
           assert(m.replayMode.endsWith("checkpoint filtered by the query)"), s"$q: $m")
-          assert(m.index.startsWith("none kept"), s"$q: $m")
+          assert(m.index.startsWith("narrowed"), s"$q: $m")
           assert(m.liveFiles < live, s"$q: $m") // only what the filters may match
         }
-        assert(IndexCache.usage(spark)._1 === 0) // nothing kept
-        // no filter: the whole index, kept
+        assert(IndexCache.usage(spark)._1 === 0) // no index of the whole version kept
+        // The same query again plans from the files its first read narrowed to; another query
+        // of the same version reads the checkpoint again.
+        queries.foreach { q =>
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), s"again: $q")
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.replayMode.startsWith("reused: v4 read before with the same filters"), m)
+          assert(m.replayTasks === 0 && m.liveFiles < live, s"again: $q: $m")
+        }
+        val other = ours(path).where("id = 143")
+        assert(sorted(other) === sorted(v1(path).where("id = 143")))
+        assert(deltaReplayScans(other).head.metrics.replayMode.startsWith("distributed"))
+        // no filter: the whole index, kept, without statistics: the filtered reads still plan
+        // from what they narrowed to
         assert(sorted(ours(path)) === sorted(v1(path)))
         assert(modeOf(path) === "cached (v4)")
+        val filtered = ours(path).where(queries.head)
+        assert(sorted(filtered) === sorted(v1(path).where(queries.head)))
+        assert(deltaReplayScans(filtered).head.metrics.replayMode.startsWith("reused: v4"))
       }
       // with the background build: the next reads find the index
       IndexCache.clear(spark)

@@ -49,6 +49,8 @@ private[deltareplay] object IndexCache {
   def clear(spark: SparkSession): Unit = {
     cacheOf.remove(spark).foreach(_.entries.values().forEach(_.index.release()))
     MetaCache.clear(spark)
+    CommitTexts.clear(spark)
+    NarrowedIndexes.clear(spark)
   }
 
   /** (tables, files, bytes) cached for this session. */
@@ -109,7 +111,8 @@ private[deltareplay] object IndexCache {
       val prior = c.entries.get(entry.tableUri)
       if (prior != null && (prior.index eq index)) return
       val keep = prior == null || prior.tableId != entry.tableId || prior.version < entry.version ||
-        (prior.version == entry.version && entry.withStats && !prior.withStats)
+        (prior.version == entry.version && entry.withStats && !prior.withStats) ||
+        prior.index.entry.timeZone != index.entry.timeZone // read in another session time zone
       if (keep && entry.bytes <= budgetBytes) {
         if (prior != null) {
           c.bytes -= prior.bytes
@@ -117,6 +120,7 @@ private[deltareplay] object IndexCache {
         }
         c.entries.put(entry.tableUri, entry)
         c.bytes += entry.bytes
+        NarrowedIndexes.dropTable(spark, entry.tableUri, entry.withStats)
         def executorIndexes =
           c.entries.values().iterator().asScala.count(_.index.isInstanceOf[ExecutorIndex])
         val it = c.entries.values().iterator()

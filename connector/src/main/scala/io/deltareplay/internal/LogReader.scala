@@ -8,6 +8,7 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.hadoop.util.functional.FutureIO
 import org.apache.parquet.HadoopReadOptions
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.util.HadoopInputFile
@@ -42,15 +43,32 @@ private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
   private val mapper = new ObjectMapper()
   private def table = segment.table
 
+  /**
+   * The non-blank lines of a JSON log file. Commits come through [[CommitTexts]], so the snapshot
+   * load and the index roll-forward of one query read a new commit once. The file is opened with
+   * its listed status: on an object store that saves the HEAD request an open by path makes.
+   */
   private def readText(file: FileStatus): Seq[String] = {
-    val fs = file.getPath.getFileSystem(hadoopConf)
-    val in = fs.open(file.getPath)
-    try {
-      val bytes = in.readAllBytes()
-      new String(bytes, StandardCharsets.UTF_8).split('\n').toSeq.filter(_.trim.nonEmpty)
-    } catch {
-      case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
-    } finally in.close()
+    def read(): Array[Byte] = {
+      val fs = file.getPath.getFileSystem(hadoopConf)
+      val in = FutureIO.awaitFuture( // its IOException unwrapped, as an open by path throws it
+        fs.openFile(file.getPath)
+          .withFileStatus(file)
+          .opt("fs.option.openfile.read.policy", "whole-file")
+          .build()
+      )
+      try in.readAllBytes()
+      finally in.close()
+    }
+    val bytes =
+      try
+        if (LogFiles.parse(file.getPath.getName).exists(_.isInstanceOf[LogFiles.Commit])) {
+          CommitTexts.bytes(spark, file)(read())
+        } else read()
+      catch {
+        case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
+      }
+    new String(bytes, StandardCharsets.UTF_8).split('\n').toSeq.filter(_.trim.nonEmpty)
   }
 
   private def parseLine(file: FileStatus, line: String): JsonNode =

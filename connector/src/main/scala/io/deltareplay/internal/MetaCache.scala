@@ -67,7 +67,8 @@ private[deltareplay] object MetaCache {
     a.getPath == b.getPath && a.getLen == b.getLen &&
       a.getModificationTime == b.getModificationTime && etag(a) == etag(b)
 
-  private def etag(s: FileStatus): Option[String] = s match {
+  /** The ETag of a listed file, where the store gives one. */
+  private[internal] def etag(s: FileStatus): Option[String] = s match {
     case e: EtagSource => Option(e.getEtag)
     case _ => None
   }

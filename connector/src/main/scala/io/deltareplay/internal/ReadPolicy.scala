@@ -55,12 +55,17 @@ private[deltareplay] final case class ReadPolicy(
   lazy val entry: FileEntry =
     FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
 
-  /** The session's index of this table, if it can serve this version (with `needStats`). */
+  /**
+   * The session's index of this table, if it can serve this version (with `needStats`): one read in
+   * the session's current time zone (partition values without an offset, such as timestamps written
+   * by older delta-spark versions, are read in it, as V1 reads them).
+   */
   def cachedState(needStats: Boolean): Option[IndexCache.Entry] =
     if (!conf.stateCache || conf.replayMode != ReplayMode.Auto) None
     else
       IndexCache
         .lookup(spark, segment.paths.root, snapshot.meta.tableId, segment.version, needStats)
+        .filter(_.index.entry.timeZone == entry.timeZone)
         .filter { e =>
           conf.planningMode match {
             case PlanningMode.Driver => e.index.isInstanceOf[DriverIndex]
@@ -158,11 +163,11 @@ private[deltareplay] final case class ReadPolicy(
 
   /**
    * For a read with `filter` and no index at hand: the files of this version it may match, read
-   * through a [[CheckpointFilter]] (not kept: it serves this scan only); the index of the whole
-   * version is then built in the background (`index.buildInBackground`). None when that does not
-   * apply: `replay.filterCheckpoint` off, a forced replay mode, nothing to filter by, a log
-   * replayed on the driver or on the window path, an index that serves, or an index that would live
-   * on the executors.
+   * through a [[CheckpointFilter]] (kept for reads of this version with the same filters only,
+   * [[NarrowedIndexes]]); the index of the whole version is then built in the background
+   * (`index.buildInBackground`). None when that does not apply: `replay.filterCheckpoint` off, a
+   * forced replay mode, nothing to filter by, a log replayed on the driver or on the window path,
+   * an index that serves, or an index that would live on the executors.
    */
   def narrowedIndex(filter: FileFilter, needStats: Boolean): Option[ReplayResult] = {
     val byQuery = CheckpointFilter(entry, filter)
@@ -172,12 +177,22 @@ private[deltareplay] final case class ReadPolicy(
     if (!applies) None
     else {
       val started = System.nanoTime()
-      val replay =
-        new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
-      val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
+      val kept = if (conf.stateCache) NarrowedIndexes.get(this, filter, needStats) else None
+      val result = kept match {
+        case Some(k) =>
+          val mode = s"reused: v${snapshot.version} read before with the same filters " +
+            "(checkpoint filtered by the query)"
+          k.copy(mode = mode, actionsReplayed = 0, replayTasks = 0)
+        case None =>
+          val replay =
+            new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
+          val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
+          val r = ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
+          if (conf.stateCache) NarrowedIndexes.put(this, filter, needStats, r)
+          r
+      }
       if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(this, needStats)
-      val millis = (System.nanoTime() - started) / 1000000
-      Some(ReplayResult(index, mode, actions, millis, tasks, narrowed = true))
+      Some(result.copy(millis = (System.nanoTime() - started) / 1000000))
     }
   }
 

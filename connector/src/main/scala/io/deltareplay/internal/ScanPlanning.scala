@@ -60,8 +60,10 @@ private[deltareplay] final class ScanPlanning(
             index.size,
             r.millis,
             r.replayTasks,
-            if (r.narrowed) s"none kept: ${index.size} files the filters may match, from the log"
-            else index.describe
+            if (r.narrowed) {
+              s"narrowed: ${index.size} files the filters may match, from the log (kept for " +
+                "this version and these filters until its whole index is cached)"
+            } else index.describe
           )
         PlanResult(planned, summary, onExecutors = false)
       case index: ExecutorIndex =>

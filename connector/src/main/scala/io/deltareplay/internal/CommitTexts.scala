@@ -1,0 +1,67 @@
+package io.deltareplay.internal
+
+import org.apache.hadoop.fs.FileStatus
+import org.apache.spark.sql.SparkSession
+
+/**
+ * The bytes of recently read commit files, kept per SparkSession, so that one query reads each new
+ * commit once.
+ *
+ * A re-plan after a commit reads that commit twice otherwise: the snapshot load reads it for a
+ * protocol or metaData action ([[MetaCache]]), and the index roll-forward reads it again for its
+ * adds and removes ([[IndexCache]]); on an object store that is a second GET of the same object.
+ * Commit files are written once and never changed, so a file is known by its path, length,
+ * modification time and, where the store gives one, its ETag (the identity [[MetaCache]] uses); a
+ * table deleted and written again at the same path writes new files, which miss.
+ *
+ * Only small files are kept ([[MaxFileBytes]]), within [[MaxBytes]] per session, least recently
+ * read out first. `spark.deltareplay.replay.stateCache.enabled=false` turns it off with the other
+ * caches.
+ */
+private[deltareplay] object CommitTexts {
+
+  /** Files larger than this are read every time (a big commit is replayed, not rolled forward). */
+  val MaxFileBytes: Long = 4L << 20
+
+  /** Bytes kept per session. */
+  val MaxBytes: Long = 16L << 20
+
+  private final case class Key(path: String, length: Long, modified: Long, etag: Option[String])
+
+  /** Least recently read first; `bytes` is the sum of the values' lengths. */
+  private final class Cache {
+    private val texts = new java.util.LinkedHashMap[Key, Array[Byte]](16, 0.75f, true)
+    private var bytes = 0L
+
+    def get(key: Key): Option[Array[Byte]] = synchronized(Option(texts.get(key)))
+
+    def put(key: Key, value: Array[Byte]): Unit = synchronized {
+      Option(texts.put(key, value)).foreach(old => bytes -= old.length)
+      bytes += value.length
+      val oldest = texts.values().iterator()
+      while (bytes > MaxBytes && oldest.hasNext) {
+        bytes -= oldest.next().length
+        oldest.remove()
+      }
+    }
+  }
+
+  private val cacheOf = new PerSession(() => new Cache)
+
+  /** Forgets this session's commit texts. */
+  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
+
+  /** The bytes of `file`: kept ones, or `read()` (kept when small enough and caching is on). */
+  def bytes(spark: SparkSession, file: FileStatus)(read: => Array[Byte]): Array[Byte] = {
+    if (file.getLen > MaxFileBytes || !ReadConf(spark, Map.empty).stateCache) return read
+    val key =
+      Key(file.getPath.toString, file.getLen, file.getModificationTime, MetaCache.etag(file))
+    val cache = cacheOf(spark)
+    cache.get(key).getOrElse {
+      val fresh = read
+      // a file shorter or longer than it was listed is not the listed file: not kept
+      if (fresh.length == file.getLen) cache.put(key, fresh)
+      fresh
+    }
+  }
+}
