@@ -26,27 +26,10 @@ private[deltareplay] object CommitTexts {
   /** Bytes kept per session. */
   val MaxBytes: Long = 16L << 20
 
-  private final case class Key(path: String, length: Long, modified: Long, etag: Option[String])
-
-  /** Least recently read first; `bytes` is the sum of the values' lengths. */
-  private final class Cache {
-    private val texts = new java.util.LinkedHashMap[Key, Array[Byte]](16, 0.75f, true)
-    private var bytes = 0L
-
-    def get(key: Key): Option[Array[Byte]] = synchronized(Option(texts.get(key)))
-
-    def put(key: Key, value: Array[Byte]): Unit = synchronized {
-      Option(texts.put(key, value)).foreach(old => bytes -= old.length)
-      bytes += value.length
-      val oldest = texts.values().iterator()
-      while (bytes > MaxBytes && oldest.hasNext) {
-        bytes -= oldest.next().length
-        oldest.remove()
-      }
-    }
-  }
-
-  private val cacheOf = new PerSession(() => new Cache)
+  private val cacheOf =
+    new PerSession(() =>
+      new BoundedLru[MetaCache.FileId, Array[Byte]](Int.MaxValue, MaxBytes, _.length)
+    )
 
   /** Forgets this session's commit texts. */
   def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
@@ -54,8 +37,7 @@ private[deltareplay] object CommitTexts {
   /** The bytes of `file`: kept ones, or `read()` (kept when small enough and caching is on). */
   def bytes(spark: SparkSession, file: FileStatus)(read: => Array[Byte]): Array[Byte] = {
     if (file.getLen > MaxFileBytes || !ReadConf(spark, Map.empty).stateCache) return read
-    val key =
-      Key(file.getPath.toString, file.getLen, file.getModificationTime, MetaCache.etag(file))
+    val key = MetaCache.FileId(file)
     val cache = cacheOf(spark)
     cache.get(key).getOrElse {
       val fresh = read

@@ -63,13 +63,26 @@ private[deltareplay] object MetaCache {
       earlier.commits.size <= later.commits.size &&
       earlier.commits.zip(later.commits).forall { case (a, b) => sameFile(a, b) }
 
-  private def sameFile(a: FileStatus, b: FileStatus): Boolean =
-    a.getPath == b.getPath && a.getLen == b.getLen &&
-      a.getModificationTime == b.getModificationTime && etag(a) == etag(b)
+  private def sameFile(a: FileStatus, b: FileStatus): Boolean = FileId(a) == FileId(b)
 
-  /** The ETag of a listed file, where the store gives one. */
-  private[internal] def etag(s: FileStatus): Option[String] = s match {
-    case e: EtagSource => Option(e.getEtag)
-    case _ => None
+  /**
+   * What tells a log file from another written at the same path: path, length, modification time
+   * and, where the store gives one, ETag (log files are written once and never changed).
+   */
+  private[internal] final case class FileId(
+      path: String,
+      length: Long,
+      modified: Long,
+      etag: Option[String]
+  )
+
+  private[internal] object FileId {
+    def apply(s: FileStatus): FileId = {
+      val etag = s match {
+        case e: EtagSource => Option(e.getEtag)
+        case _ => None
+      }
+      FileId(s.getPath.toString, s.getLen, s.getModificationTime, etag)
+    }
   }
 }

@@ -33,35 +33,9 @@ private[deltareplay] object NarrowedIndexes {
       skip: Expression
   )
 
-  private final class Cache {
-    private val kept = new java.util.LinkedHashMap[Key, ReplayResult](16, 0.75f, true)
-    private var bytes = 0L
-
-    def get(key: Key): Option[ReplayResult] = synchronized(Option(kept.get(key)))
-
-    def put(key: Key, value: ReplayResult): Unit = synchronized {
-      Option(kept.put(key, value)).foreach(old => bytes -= old.index.bytes)
-      bytes += value.index.bytes
-      val oldest = kept.values().iterator()
-      while ((bytes > MaxBytes || kept.size > MaxEntries) && oldest.hasNext) {
-        bytes -= oldest.next().index.bytes
-        oldest.remove()
-      }
-    }
-
-    def dropTable(tableUri: String, withStats: Boolean): Unit = synchronized {
-      val it = kept.entrySet().iterator()
-      while (it.hasNext) {
-        val e = it.next()
-        if (e.getKey.tableUri == tableUri && (withStats || !e.getKey.withStats)) {
-          bytes -= e.getValue.index.bytes
-          it.remove()
-        }
-      }
-    }
-  }
-
-  private val cacheOf = new PerSession(() => new Cache)
+  private val cacheOf = new PerSession(() =>
+    new BoundedLru[Key, ReplayResult](MaxEntries, MaxBytes, _.index.bytes)
+  )
 
   private def key(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Key = {
     val s = policy.snapshot
@@ -91,7 +65,7 @@ private[deltareplay] object NarrowedIndexes {
    * it has statistics, else those of reads that need none.
    */
   def dropTable(spark: SparkSession, tableUri: String, withStats: Boolean): Unit =
-    cacheOf(spark).dropTable(tableUri, withStats)
+    cacheOf(spark).removeKeys(k => k.tableUri == tableUri && (withStats || !k.withStats))
 
   /** Forgets this session's narrowed indexes. */
   def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
