@@ -21,8 +21,11 @@ import org.apache.spark.sql.types.StructType
  * exactly the listed files, never following `ignoreCorruptFiles` / `ignoreMissingFiles` (a skipped
  * log file would be a silently wrong answer). Step 2 and 3, either
  *   - fast path (a checkpoint and a commit tail of at most `tailFastPathMaxBytes`): reconcile the
- *     tail on the driver, broadcast the keys it touched, and keep the checkpoint adds whose key it
- *     did not touch (a map-side filter, no shuffle), plus the tail's winning adds; or
+ *     tail on the driver, and keep the checkpoint adds whose key it did not touch, plus the tail's
+ *     winning adds. No shuffle: checkpoint rows are unique per key. For a file list that stays on
+ *     the executors the touched keys are broadcast and filtered map-side; for an index on the
+ *     driver the checkpoint's entries are built on the executors while the driver reconciles the
+ *     tail, and the rows it touched are then dropped as in a roll-forward; or
  *   - window path: key every row by (canonical path, DV unique id) ([[FileAction.keyUdf]]),
  *     repartition by key, keep the newest row per key (version desc, add first), drop keys whose
  *     winner is a remove.
@@ -45,37 +48,61 @@ private[deltareplay] class DistributedReplay(
    * the chunks it receives. Returns (index, mode label, actions replayed, tasks run).
    */
   def index(entry: FileEntry, tableId: String): (DriverIndex, String, Long, Int) = {
-    val ((chunks, actions), tasks) =
+    val p = paths
+    val ((index, actions), tasks) =
       DistributedReplay.inJobGroup(
         spark,
         s"delta-replay: index ${segment.table} v${segment.version}"
       ) {
-        // On the fast path the tasks drop the checkpoint rows the tail touched themselves: they
-        // hash every row's key for the index anyway (no second pass over the keys).
-        val (live, tailActions, tail) =
-          if (useFastPath) {
-            val (adds, tail) = fastPathParts()
-            (adds.select(liveColumns: _*), tail.count, Some(tail))
-          } else (windowLive().select(liveColumns: _*), 0L, None)
-        val typed = live.columns.contains(FileEntry.StatsParsedColumn)
-        val qe = live.select(entry.columnsFromLiveFile(typed): _*).queryExecution
-        val p = paths
-        val touched = tail.filterNot(_.winners.isEmpty).map { t =>
-          spark.sparkContext.broadcast(TouchedKeys(t))
+        if (useFastPath) {
+          // The checkpoint's adds are turned into chunks on the executors while the driver
+          // reconciles the tail; the rows the tail touched then leave as in a roll-forward.
+          val qe = entryFrame(entry, checkpointAdds())
+          val pending = qe.toRdd.mapPartitions(DriverIndex.chunksOf(entry, p, _)).collectAsync()
+          val (tail, added) =
+            try {
+              val t = reconciledTail()
+              (t, DriverIndex.tailChunk(entry, p, t, entry.projector()))
+            } catch {
+              case e: Throwable =>
+                pending.cancel()
+                throw e
+            }
+          val chunks = DistributedReplay.logErrors(segment)(
+            scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
+          )
+          val atCheckpoint = DriverIndex(
+            entry,
+            p,
+            tableId,
+            segment.checkpointVersion.get,
+            needStats,
+            chunks.toVector
+          )
+          val rolled = atCheckpoint.rolledForward(tail, segment.version, added)
+          (
+            if (rolled.wantsCompaction) rolled.compacted else rolled,
+            DistributedReplay.scannedRows(qe.executedPlan) + tail.count
+          )
+        } else {
+          val qe = entryFrame(entry, windowLive())
+          val built = qe.toRdd.mapPartitions(DriverIndex.chunksOf(entry, p, _))
+          val chunks = DistributedReplay.logErrors(segment)(built.collect())
+          (
+            DriverIndex(entry, p, tableId, segment.version, needStats, chunks.toVector),
+            DistributedReplay.scannedRows(qe.executedPlan)
+          )
         }
-        val built = qe.toRdd.mapPartitions { rows =>
-          DriverIndex.chunksOf(entry, p, rows, touched.map(_.value))
-        }
-        val fromLog = DistributedReplay.logErrors(segment)(built.collect())
-        val fromTail =
-          tail.map(t => DriverIndex.of(entry, p, tableId, 0L, needStats, t.liveFiles()).chunks)
-        (
-          fromLog ++ fromTail.getOrElse(Nil),
-          DistributedReplay.scannedRows(qe.executedPlan) + tailActions
-        )
       }
-    val index = DriverIndex(entry, paths, tableId, segment.version, needStats, chunks.toVector)
     (index, modeLabel, actions, tasks)
+  }
+
+  /** The plan of `live`'s rows as index entries. */
+  private def entryFrame(entry: FileEntry, live: DataFrame) = {
+    val kept = live.select(liveColumns: _*)
+    kept
+      .select(entry.columnsFromLiveFile(kept.columns.contains(FileEntry.StatsParsedColumn)): _*)
+      .queryExecution
   }
 
   /** The label of the path [[index]] or [[liveFrame]] takes. */
@@ -112,9 +139,19 @@ private[deltareplay] class DistributedReplay(
 
   /** The fast path's checkpoint adds (all of them) and its tail reconciled on the driver. */
   private def fastPathParts(): (DataFrame, LocalReplay.Reconciler) = {
+    val tail = reconciledTail()
+    (checkpointAdds(), tail)
+  }
+
+  /** The checkpoint's adds (those the query's filter may match, when it filters). */
+  private def checkpointAdds(): DataFrame =
+    checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd"))
+
+  /** The fast path's commits after the checkpoint, reconciled on the driver. */
+  private def reconciledTail(): LocalReplay.Reconciler = {
     val tail = new LocalReplay.Reconciler(paths)
     tail.applyInOrder(reader.commitActions(needStats))
-    (checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd")), tail)
+    tail
   }
 
   /**

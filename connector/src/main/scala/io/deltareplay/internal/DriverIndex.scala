@@ -72,6 +72,14 @@ private[deltareplay] final class DriverIndex private (
       tail: LocalReplay.Reconciler,
       newVersion: Long,
       toEntry: LiveFile => InternalRow
+  ): DriverIndex =
+    rolledForward(tail, newVersion, DriverIndex.tailChunk(entry, paths, tail, toEntry))
+
+  /** [[rolledForward]] with the chunk of the tail's winning adds built already (if any). */
+  def rolledForward(
+      tail: LocalReplay.Reconciler,
+      newVersion: Long,
+      added: Option[EntryChunk]
   ): DriverIndex = {
     if (tail.winners.isEmpty) return copy(version = newVersion)
     val removedNow = removed.clone().asInstanceOf[BitSet]
@@ -81,17 +89,16 @@ private[deltareplay] final class DriverIndex private (
         if (!removedNow.get(p) && keyAt(p) == ((path, dv))) removedNow.set(p)
       })
     }
-    val added = tail.liveFiles()
-    if (added.isEmpty) copy(version = newVersion, removed = removedNow)
-    else {
-      val chunk = DriverIndex.chunk(entry, paths, added.map(toEntry).toIndexedSeq, added)
-      val appended = chunks :+ chunk
-      copy(
-        version = newVersion,
-        chunks = appended,
-        removed = removedNow,
-        lookups = lookups :+ new KeyLookup(chunk.keyHashes, rows)
-      )
+    added match {
+      case None => copy(version = newVersion, removed = removedNow)
+      case Some(chunk) =>
+        val appended = chunks :+ chunk
+        copy(
+          version = newVersion,
+          chunks = appended,
+          removed = removedNow,
+          lookups = lookups :+ new KeyLookup(chunk.keyHashes, rows)
+        )
     }
   }
 
@@ -200,19 +207,29 @@ private[deltareplay] object DriverIndex {
   def chunksOf(
       entry: FileEntry,
       paths: TablePaths,
-      rows: Iterator[InternalRow],
-      drop: Option[TouchedKeys] = None
+      rows: Iterator[InternalRow]
   ): Iterator[EntryChunk] = {
-    val hashed = rows.flatMap { r =>
+    val hashed = rows.map { r =>
       val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
       val key = paths.key(r.getUTF8String(entry.Ord.Path).toString)
-      val hash = KeyHash.of(key, dv)
       // copied as they come: a task's row iterator reuses one row object
-      if (drop.exists(_.contains(hash, key, dv))) None else Some((r.copy(), hash))
+      (r.copy(), KeyHash.of(key, dv))
     }
     hashed.grouped(ChunkRows).map { group =>
       EntryChunk(entry, group.map(_._1).toIndexedSeq, group.map(_._2).toArray)
     }
+  }
+
+  /** The chunk of a reconciled tail's winning adds (none when it has none). */
+  def tailChunk(
+      entry: FileEntry,
+      paths: TablePaths,
+      tail: LocalReplay.Reconciler,
+      toEntry: LiveFile => InternalRow
+  ): Option[EntryChunk] = {
+    val added = tail.liveFiles()
+    if (added.isEmpty) None
+    else Some(chunk(entry, paths, added.map(toEntry).toIndexedSeq, added))
   }
 
   /** Rows per chunk when an index is built on the driver (bounds the transient row objects). */
@@ -229,25 +246,6 @@ private[deltareplay] object DriverIndex {
       rows,
       files.map(f => KeyHash.of(paths.key(f.path), f.dv.fold("")(_.uniqueId))).toArray
     )
-}
-
-/** Replay keys a tail of commits touched, by hash (travels to the replay tasks). */
-private[deltareplay] final class TouchedKeys(keys: java.util.HashMap[Long, Set[(String, String)]])
-    extends Serializable {
-  def contains(hash: Long, path: String, dv: String): Boolean = {
-    val candidates = keys.get(hash)
-    candidates != null && candidates.contains((path, dv))
-  }
-}
-
-private[deltareplay] object TouchedKeys {
-  def apply(tail: LocalReplay.Reconciler): TouchedKeys = {
-    val keys = new java.util.HashMap[Long, Set[(String, String)]]()
-    tail.winners.keySet().forEach { k =>
-      keys.merge(KeyHash.of(k._1, k._2), Set(k), (a, b) => a ++ b)
-    }
-    new TouchedKeys(keys)
-  }
 }
 
 /** The 64-bit hash of a replay key (canonical path, DV id), the index's way to find a file. */

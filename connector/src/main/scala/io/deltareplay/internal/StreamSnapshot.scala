@@ -206,7 +206,7 @@ private[deltareplay] object StreamSnapshot {
     private var sorted = 0 // positions below this are in final order
     private var prefixUpTo = 0 // bytes of the files below this index, in `prefixBytes`
     private var prefixBytes = 0L
-    private val totalBytes = sizes.sum
+    private val totalBytes = java.util.Arrays.stream(sizes).sum() // unboxed
     private var runsSorted = 0
     private var runFiles = 0L
     private var runMillis = 0L
@@ -267,40 +267,60 @@ private[deltareplay] object StreamSnapshot {
     def apply(d: DriverIndex, pathKey: InternalRow => UTF8String): DriverOrder = {
       val started = System.nanoTime()
       val entry = d.entry
-      val pos = mutable.ArrayBuilder.make[Int]
-      val time = mutable.ArrayBuilder.make[Long]
-      val size = mutable.ArrayBuilder.make[Long]
+      val n = d.size.toInt
+      val (positions, times, sizes) = (new Array[Int](n), new Array[Long](n), new Array[Long](n))
+      var at = 0
       d.foreachLive { (r, p) =>
-        pos += p
-        time += r.getLong(entry.Ord.ModificationTime)
-        size += r.getLong(entry.Ord.Size)
+        positions(at) = p
+        times(at) = r.getLong(entry.Ord.ModificationTime)
+        sizes(at) = r.getLong(entry.Ord.Size)
+        at += 1
       }
-      val (positions, times, sizes) = (pos.result(), time.result(), size.result())
-      val n = positions.length
       val byTime = sortedByTime(times, n)
-      new DriverOrder(
-        (System.nanoTime() - started) / 1000000,
-        byTime.map(positions),
-        byTime.map(times),
-        byTime.map(sizes),
-        pathKey,
-        d
-      )
+      // permuted with loops: `byTime.map(positions)` would box every element
+      val (p, t, s) = (new Array[Int](n), new Array[Long](n), new Array[Long](n))
+      var i = 0
+      while (i < n) {
+        val from = byTime(i)
+        p(i) = positions(from)
+        t(i) = times(from)
+        s(i) = sizes(from)
+        i += 1
+      }
+      new DriverOrder((System.nanoTime() - started) / 1000000, p, t, s, pathKey, d)
     }
 
     /** Indexes 0..n-1 ordered by `times` (ties in any order). */
     private def sortedByTime(times: Array[Long], n: Int): Array[Int] =
       if (n == 0) Array.empty
       else {
-        val lo = times.min
-        val span = times.max - lo
+        var lo = Long.MaxValue
+        var hi = Long.MinValue
+        var k = 0
+        while (k < n) { // a loop: `times.min` compares boxed values
+          lo = math.min(lo, times(k))
+          hi = math.max(hi, times(k))
+          k += 1
+        }
+        val span = hi - lo
         val indexBits = 32 - Integer.numberOfLeadingZeros(math.max(1, n - 1))
         val spanBits = 64 - java.lang.Long.numberOfLeadingZeros(span)
         if (span >= 0 && spanBits + indexBits <= 63) {
-          val packed = Array.tabulate(n)(i => ((times(i) - lo) << indexBits) | i.toLong)
+          val packed = new Array[Long](n)
+          var i = 0
+          while (i < n) {
+            packed(i) = ((times(i) - lo) << indexBits) | i.toLong
+            i += 1
+          }
           java.util.Arrays.sort(packed)
           val mask = (1L << indexBits) - 1
-          packed.map(k => (k & mask).toInt)
+          val out = new Array[Int](n)
+          i = 0
+          while (i < n) {
+            out(i) = (packed(i) & mask).toInt
+            i += 1
+          }
+          out
         } else {
           val boxed = Array.tabulate[Integer](n)(i => i)
           java.util.Arrays.sort(
