@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -29,6 +30,16 @@ TEST_CONF = {
 def test_conf() -> dict[str, str]:
     """TEST_CONF, for tests that start Spark sessions of their own (in subprocesses)."""
     return dict(TEST_CONF)
+
+
+@pytest.fixture(scope="session")
+def spark_conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SPARK_CONF_DIR whose spark-defaults.conf holds TEST_CONF: for commands that start a
+    Spark session in a subprocess and take no configuration (their own settings still win)."""
+    conf_dir = tmp_path_factory.mktemp("spark-conf")
+    lines = [f"{key} {value}" for key, value in TEST_CONF.items()]
+    (conf_dir / "spark-defaults.conf").write_text("\n".join(lines) + "\n")
+    return conf_dir
 
 
 @pytest.fixture(scope="session")

@@ -30,7 +30,9 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       path: String,
       delta: Boolean,
       options: Map[String, String]
-  ): Seq[Seq[Long]] = {
+  ): Seq[Seq[Long]] = if (delta) asOracle(run(path, delta, options)) else run(path, delta, options)
+
+  private def run(path: String, delta: Boolean, options: Map[String, String]): Seq[Seq[Long]] = {
     val seen = new java.util.concurrent.ConcurrentLinkedQueue[(Long, Seq[Long])]()
     val q = source(path, delta, options).writeStream
       .foreachBatch { (df: DataFrame, id: Long) =>
