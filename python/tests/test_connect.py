@@ -62,10 +62,11 @@ CLIENT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(tmp_path_factory: pytest.TempPathFactory, test_conf: dict[str, str]) -> Iterator[str]:
     log = tmp_path_factory.mktemp("connect") / "server.log"
     port = connect.free_port()
-    proc = connect.start_server(port, log=log, timeout=420)
+    # the server with the test settings (delta-spark's snapshot shuffle in 2 partitions)
+    proc = connect.start_server(port, log=log, timeout=420, conf=test_conf)
     try:
         yield f"sc://127.0.0.1:{port}"
     finally:
