@@ -59,18 +59,21 @@ private[deltareplay] class DistributedReplay(
           // reconciles the tail; the rows the tail touched then leave as in a roll-forward.
           val qe = entryFrame(entry, checkpointAdds())
           val pending = qe.toRdd.mapPartitions(DriverIndex.chunksOf(entry, p, _)).collectAsync()
-          val (tail, added) =
+          // any failure here (the tail's read, the job, an interrupt while waiting) cancels the
+          // job; cancelling a finished one does nothing
+          val (tail, added, chunks) =
             try {
               val t = reconciledTail()
-              (t, DriverIndex.tailChunk(entry, p, t, entry.projector()))
+              val added = DriverIndex.tailChunk(entry, p, t, entry.projector())
+              val chunks = DistributedReplay.logErrors(segment)(
+                scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
+              )
+              (t, added, chunks)
             } catch {
               case e: Throwable =>
                 pending.cancel()
                 throw e
             }
-          val chunks = DistributedReplay.logErrors(segment)(
-            scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
-          )
           val atCheckpoint = DriverIndex(
             entry,
             p,
@@ -125,10 +128,11 @@ private[deltareplay] class DistributedReplay(
   def liveFrame(): (DataFrame, Long) =
     if (!useFastPath) (windowLive().select(liveColumns: _*), 0L)
     else {
-      val (checkpointAdds, tail) = fastPathParts()
+      val tail = reconciledTail()
+      val adds = checkpointAdds()
       val survivors =
-        if (tail.winners.isEmpty) checkpointAdds
-        else checkpointAdds.where(!touchedBy(tail)(col("path"), col("dv")))
+        if (tail.winners.isEmpty) adds
+        else adds.where(!touchedBy(tail)(col("path"), col("dv")))
       val tailFiles =
         spark.createDataFrame(tail.liveFiles().map(_.toRow).asJava, LiveFile.Schema)
       val tailFrame = statsParsed.fold(tailFiles) { t =>
@@ -136,12 +140,6 @@ private[deltareplay] class DistributedReplay(
       }
       (survivors.select(liveColumns: _*).unionByName(tailFrame), tail.count)
     }
-
-  /** The fast path's checkpoint adds (all of them) and its tail reconciled on the driver. */
-  private def fastPathParts(): (DataFrame, LocalReplay.Reconciler) = {
-    val tail = reconciledTail()
-    (checkpointAdds(), tail)
-  }
 
   /** The checkpoint's adds (those the query's filter may match, when it filters). */
   private def checkpointAdds(): DataFrame =

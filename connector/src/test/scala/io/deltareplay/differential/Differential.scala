@@ -132,6 +132,10 @@ trait Differential { oracle: DeltaOracle =>
     RunStats(0, 1, modes.size, 0, 0, diffs)
   }
 
+  /** V1's answer to `q`, planned and run as the oracle ([[DeltaOracle.asOracle]]). */
+  private def oracleAnswer(q: Query, path: String): Seq[Seq[Any]] =
+    asOracle(answer(frame(q, path, oracleSide = true)))
+
   private def frame(q: Query, path: String, oracleSide: Boolean): DataFrame = q match {
     case Query.Select(columns, pred, version) =>
       val opts = version.fold(Map.empty[String, String])(v => Map("versionAsOf" -> v.toString))
@@ -161,7 +165,7 @@ trait Differential { oracle: DeltaOracle =>
 
   private def check(seed: Long, table: TableRecipe, path: String, q: Query, modes: Seq[String]) = {
     val expected =
-      try Right(asOracle(answer(frame(q, path, oracleSide = true))))
+      try Right(oracleAnswer(q, path))
       catch { case NonFatal(e) => Left(e) }
     expected match {
       case Left(_) => RunStats(0, 1, 0, 1, 0, Nil)
@@ -170,7 +174,7 @@ trait Differential { oracle: DeltaOracle =>
         // pushdown drops rows Spark's semantics keep (floating-point zeros, see PushedFilters),
         // ours must give that answer instead; it is counted, not failed.
         lazy val semantic = withConf("spark.sql.parquet.filterPushdown" -> "false") {
-          asOracle(answer(frame(q, path, oracleSide = true)))
+          oracleAnswer(q, path)
         }
         val outcomes = modes.map { mode =>
           differs(q, path, mode, rows) match {
@@ -238,7 +242,7 @@ trait Differential { oracle: DeltaOracle =>
         case a: Query.Aggregate => a.copy(pred = Some(p))
       }
       try {
-        val expected = asOracle(answer(frame(smaller, path, oracleSide = true)))
+        val expected = oracleAnswer(smaller, path)
         differs(smaller, path, mode, expected).isDefined
       } catch { case NonFatal(_) => false }
     }
