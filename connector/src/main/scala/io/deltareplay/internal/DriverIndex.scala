@@ -7,6 +7,8 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.XXH64
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The snapshot index on the driver: the live files of one table version as [[FileEntry]] columns
@@ -115,32 +117,37 @@ private[deltareplay] final class DriverIndex private (
    * The same live rows in fewer chunks. With many removed rows every live row is rewritten;
    * otherwise only the small chunks at the end are merged and the big ones stay shared, so a
    * roll-forward never copies the whole index for a few commits' files. Rows are copied one chunk
-   * of [[DriverIndex.ChunkRows]] at a time.
+   * of [[DriverIndex.ChunkRows]] at a time, each row read once.
    */
   def compacted: DriverIndex = {
     val keep = if (removed.cardinality() > rows / 4) 0 else chunks.size - smallTail
     val base = starts(keep)
-    val live = Iterator.range(keep, chunks.size).flatMap { c =>
+    val fresh = Vector.newBuilder[EntryChunk]
+    var building = new EntryChunkBuilder(entry)
+    (keep until chunks.size).foreach { c =>
       val chunk = chunks(c)
-      Iterator
-        .range(0, chunk.numRows)
-        .filterNot(i => removed.get(starts(c) + i))
-        .map(i => (chunk.batch.getRow(i).copy(), chunk.keyHashes(i)))
+      var i = 0
+      while (i < chunk.numRows) {
+        if (!removed.get(starts(c) + i)) building.append(chunk.batch.getRow(i), chunk.keyHashes(i))
+        if (building.size == DriverIndex.ChunkRows) {
+          fresh += building.result()
+          building = new EntryChunkBuilder(entry)
+        }
+        i += 1
+      }
     }
-    val fresh = live
-      .grouped(DriverIndex.ChunkRows)
-      .map(g => EntryChunk(entry, g.map(_._1).toIndexedSeq, g.map(_._2).toArray))
-      .toVector
-    val freshStarts = fresh.scanLeft(base)(_ + _.numRows)
+    if (building.size > 0) fresh += building.result()
+    val freshChunks = fresh.result()
+    val freshStarts = freshChunks.scanLeft(base)(_ + _.numRows)
     new DriverIndex(
       entry,
       paths,
       tableId,
       version,
       withStats,
-      chunks.take(keep) ++ fresh,
+      chunks.take(keep) ++ freshChunks,
       removed.get(0, base),
-      lookups.take(keep) ++ fresh.zip(freshStarts).map { case (c, at) =>
+      lookups.take(keep) ++ freshChunks.zip(freshStarts).map { case (c, at) =>
         new KeyLookup(c.keyHashes, at)
       }
     )
@@ -208,15 +215,18 @@ private[deltareplay] object DriverIndex {
       entry: FileEntry,
       paths: TablePaths,
       rows: Iterator[InternalRow]
-  ): Iterator[EntryChunk] = {
-    val hashed = rows.map { r =>
-      val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
-      val key = paths.key(r.getUTF8String(entry.Ord.Path).toString)
-      // copied as they come: a task's row iterator reuses one row object
-      (r.copy(), KeyHash.of(key, dv))
-    }
-    hashed.grouped(ChunkRows).map { group =>
-      EntryChunk(entry, group.map(_._1).toIndexedSeq, group.map(_._2).toArray)
+  ): Iterator[EntryChunk] = new Iterator[EntryChunk] {
+    private val keys = new KeyHasher(paths)
+    def hasNext: Boolean = rows.hasNext
+    def next(): EntryChunk = {
+      // each row is read once, as it comes (a task's row iterator reuses one row object)
+      val chunk = new EntryChunkBuilder(entry)
+      while (chunk.size < ChunkRows && rows.hasNext) {
+        val r = rows.next()
+        val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+        chunk.append(r, keys.of(r.getUTF8String(entry.Ord.Path), dv))
+      }
+      chunk.result()
     }
   }
 
@@ -252,12 +262,31 @@ private[deltareplay] object DriverIndex {
 private[deltareplay] object KeyHash {
   def of(path: String, dv: String): Long = {
     val bytes = (path + "\u0000" + dv).getBytes(StandardCharsets.UTF_8)
-    XXH64.hashUnsafeBytes(
-      bytes,
-      org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET,
-      bytes.length,
-      42L
-    )
+    XXH64.hashUnsafeBytes(bytes, Platform.BYTE_ARRAY_OFFSET, bytes.length, 42L)
+  }
+}
+
+/**
+ * [[KeyHash.of]] of a log path as a row holds it: a plain relative path (its own key, see
+ * [[TablePaths.isPlainRelative]]) is hashed from its bytes in a reused buffer, with no string made;
+ * any other path goes through [[TablePaths.key]].
+ */
+private[deltareplay] final class KeyHasher(paths: TablePaths) {
+  private var buffer = new Array[Byte](512)
+
+  def of(path: UTF8String, dv: String): Long = {
+    val p = path.numBytes()
+    if (buffer.length < p + 1) buffer = new Array[Byte]((p + 1) * 2)
+    path.writeToMemory(buffer, Platform.BYTE_ARRAY_OFFSET)
+    if (!TablePaths.isPlainRelative(buffer, 0, p)) KeyHash.of(paths.key(path.toString), dv)
+    else {
+      val dvBytes = dv.getBytes(StandardCharsets.UTF_8)
+      val length = p + 1 + dvBytes.length
+      if (buffer.length < length) buffer = java.util.Arrays.copyOf(buffer, length * 2)
+      buffer(p) = 0
+      System.arraycopy(dvBytes, 0, buffer, p + 1, dvBytes.length)
+      XXH64.hashUnsafeBytes(buffer, Platform.BYTE_ARRAY_OFFSET, length, 42L)
+    }
   }
 }
 

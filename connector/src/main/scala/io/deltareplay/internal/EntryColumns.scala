@@ -29,127 +29,22 @@ private[deltareplay] sealed trait ColumnData extends Serializable {
 private[deltareplay] object ColumnData {
 
   /** One column of `dataType` holding `rows` values read from field `ordinal` of each row. */
-  def build(dataType: DataType, rows: IndexedSeq[SpecializedGetters], ordinal: Int): ColumnData =
-    dataType match {
-      case s: StructType =>
-        val nulls = nullsOf(rows, ordinal)
-        val nullCount = if (nulls == null) 0 else nulls.cardinality()
-        if (nullCount == rows.size) AllNull(s)
-        else if (nullCount * 2 > rows.size) {
-          // mostly null (deletion vectors): children hold only the rows that have a value
-          val present = (0 until rows.size).filterNot(nulls.get).toArray
-          val inner: IndexedSeq[SpecializedGetters] =
-            present.toIndexedSeq.map(i => rows(i).getStruct(ordinal, s.length))
-          val children = s.fields.indices.map(i => build(s(i).dataType, inner, i)).toArray
-          SparseStruct(s, present, children)
-        } else {
-          // a null struct reads as all-null children
-          val empty = new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(s.length)
-          val filled: IndexedSeq[SpecializedGetters] =
-            rows.map(r => if (r.isNullAt(ordinal)) empty else r.getStruct(ordinal, s.length))
-          StructData(s, s.fields.indices.map(i => build(s(i).dataType, filled, i)).toArray, nulls)
-        }
-      case _ =>
-        val nulls = nullsOf(rows, ordinal)
-        if (nulls != null && nulls.cardinality() == rows.size) AllNull(dataType)
-        else atomic(dataType, rows, ordinal, nulls)
-    }
-
-  private def nullsOf(rows: IndexedSeq[SpecializedGetters], ordinal: Int): BitSet = {
-    var bits: BitSet = null
+  def build(dataType: DataType, rows: IndexedSeq[SpecializedGetters], ordinal: Int): ColumnData = {
+    val b = ColumnBuilder(dataType)
     var i = 0
     while (i < rows.size) {
-      if (rows(i).isNullAt(ordinal)) {
-        if (bits == null) bits = new BitSet(rows.size)
-        bits.set(i)
-      }
+      b.append(rows(i), ordinal)
       i += 1
     }
-    bits
-  }
-
-  private def atomic(
-      dataType: DataType,
-      rows: IndexedSeq[SpecializedGetters],
-      ordinal: Int,
-      nulls: BitSet
-  ): ColumnData = {
-    val n = rows.size
-    def isNull(i: Int) = nulls != null && nulls.get(i)
-    dataType match {
-      case LongType | TimestampType | TimestampNTZType =>
-        longs(
-          dataType,
-          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getLong(ordinal)),
-          nulls
-        )
-      case IntegerType | DateType =>
-        longs(
-          dataType,
-          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getInt(ordinal).toLong),
-          nulls
-        )
-      case ShortType =>
-        longs(
-          dataType,
-          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getShort(ordinal).toLong),
-          nulls
-        )
-      case ByteType =>
-        longs(
-          dataType,
-          Array.tabulate(n)(i => if (isNull(i)) 0L else rows(i).getByte(ordinal).toLong),
-          nulls
-        )
-      case d: DecimalType if d.precision <= Decimal.MAX_LONG_DIGITS =>
-        longs(
-          dataType,
-          Array.tabulate(n) { i =>
-            if (isNull(i)) 0L else rows(i).getDecimal(ordinal, d.precision, d.scale).toUnscaledLong
-          },
-          nulls
-        )
-      case d: DecimalType =>
-        Objects(
-          dataType,
-          Array.tabulate[AnyRef](n) { i =>
-            if (isNull(i)) null else rows(i).getDecimal(ordinal, d.precision, d.scale).clone()
-          },
-          nulls
-        )
-      case BooleanType =>
-        val bits = new BitSet(n)
-        (0 until n).foreach(i => if (!isNull(i) && rows(i).getBoolean(ordinal)) bits.set(i))
-        Booleans(bits, nulls)
-      case FloatType =>
-        Doubles(
-          dataType,
-          Array.tabulate(n)(i => if (isNull(i)) 0.0 else rows(i).getFloat(ordinal).toDouble),
-          nulls
-        )
-      case DoubleType =>
-        Doubles(
-          dataType,
-          Array.tabulate(n)(i => if (isNull(i)) 0.0 else rows(i).getDouble(ordinal)),
-          nulls
-        )
-      case _: StringType | BinaryType =>
-        val values = Array.tabulate[Array[Byte]](n) { i =>
-          if (isNull(i)) null
-          else
-            dataType match {
-              case BinaryType => rows(i).getBinary(ordinal)
-              case _ => rows(i).getUTF8String(ordinal).getBytes
-            }
-        }
-        strings(dataType, values, nulls)
-      case other =>
-        throw new IllegalArgumentException(s"no compact column for $other")
-    }
+    b.result()
   }
 
   /** Whole numbers: constant, int offsets from the minimum, or plain longs. */
-  private def longs(dataType: DataType, values: Array[Long], nulls: BitSet): ColumnData = {
+  private[internal] def longs(
+      dataType: DataType,
+      values: Array[Long],
+      nulls: BitSet
+  ): ColumnData = {
     var lo = Long.MaxValue
     var hi = Long.MinValue
     var i = 0
@@ -166,39 +61,43 @@ private[deltareplay] object ColumnData {
     } else Longs(dataType, values, nulls)
   }
 
-  /** Strings or binary: a dictionary when values repeat, else one byte array with offsets. */
-  private def strings(dataType: DataType, values: Array[Array[Byte]], nulls: BitSet): ColumnData = {
+  /**
+   * Strings or binary held as one byte array with offsets (value `i` is `data[offsets(i), offsets(i
+   * + 1))`, empty for a null): a dictionary when few distinct values repeat, else the bytes as they
+   * are.
+   */
+  private[internal] def strings(
+      dataType: DataType,
+      data: Array[Byte],
+      offsets: Array[Int],
+      nulls: BitSet
+  ): ColumnData = {
+    val n = offsets.length - 1
+    def slice(i: Int) = java.nio.ByteBuffer.wrap(data, offsets(i), offsets(i + 1) - offsets(i))
     val distinct = new java.util.HashMap[java.nio.ByteBuffer, Integer]()
     var i = 0
-    while (i < values.length && distinct.size() <= DictionaryMax) {
-      if (values(i) != null)
-        distinct.putIfAbsent(java.nio.ByteBuffer.wrap(values(i)), distinct.size())
+    while (i < n && distinct.size() <= DictionaryMax) {
+      if (nulls == null || !nulls.get(i)) distinct.putIfAbsent(slice(i), distinct.size())
       i += 1
     }
-    if (distinct.size() <= DictionaryMax && distinct.size() * 4 < values.length) {
+    if (distinct.size() <= DictionaryMax && distinct.size() * 4 < n) {
       val dict = new Array[Array[Byte]](distinct.size())
-      distinct.forEach((k, id) => dict(id) = k.array())
-      val ids =
-        values.map(v => if (v == null) 0 else distinct.get(java.nio.ByteBuffer.wrap(v)).intValue())
+      distinct.forEach { (k, id) =>
+        dict(id) = java.util.Arrays.copyOfRange(k.array(), k.position(), k.limit())
+      }
+      val ids = Array.tabulate(n) { i =>
+        if (nulls != null && nulls.get(i)) 0 else distinct.get(slice(i)).intValue()
+      }
       if (dict.length <= 256) SmallDictionary(dataType, dict, ids.map(_.toByte), nulls)
       else Dictionary(dataType, dict, ids, nulls)
     } else {
-      val offsets = new Array[Int](values.length + 1)
-      var total = 0
-      i = 0
-      while (i < values.length) {
-        offsets(i) = total
-        if (values(i) != null) total += values(i).length
-        i += 1
-      }
-      offsets(values.length) = total
-      val data = new Array[Byte](total)
-      i = 0
-      while (i < values.length) {
-        if (values(i) != null) System.arraycopy(values(i), 0, data, offsets(i), values(i).length)
-        i += 1
-      }
-      Bytes(dataType, data, offsets, nulls)
+      val total = offsets(n)
+      Bytes(
+        dataType,
+        if (data.length == total) data else java.util.Arrays.copyOf(data, total),
+        offsets,
+        nulls
+      )
     }
   }
 
@@ -388,6 +287,215 @@ private[deltareplay] object ColumnData {
 }
 
 /**
+ * Builds one [[ColumnData]] a value at a time, so that rows can be read once, as they stream by (a
+ * replay task's rows are views that the next row overwrites: nothing of them is kept), into
+ * growable primitive arrays; [[result]] then picks the compact layout.
+ */
+private[deltareplay] sealed abstract class ColumnBuilder(val dataType: DataType) {
+  protected var n = 0
+  protected var nulls: BitSet = null
+
+  /** Values appended. */
+  final def size: Int = n
+
+  /** Appends field `ordinal` of `row` (null or not). */
+  final def append(row: SpecializedGetters, ordinal: Int): Unit =
+    if (row.isNullAt(ordinal)) appendNull()
+    else {
+      put(row, ordinal)
+      n += 1
+    }
+
+  final def appendNull(): Unit = {
+    if (nulls == null) nulls = new BitSet()
+    nulls.set(n)
+    putNull()
+    n += 1
+  }
+
+  /** Stores field `ordinal` of `row` (not null) at position `n`. */
+  protected def put(row: SpecializedGetters, ordinal: Int): Unit
+
+  /** Stores a placeholder at position `n` (the position is null). */
+  protected def putNull(): Unit
+
+  protected def build(): ColumnData
+
+  final def result(): ColumnData =
+    if (nulls != null && nulls.cardinality() == n) ColumnData.AllNull(dataType) else build()
+
+  protected final def grown(capacity: Int): Int =
+    math.max(16, math.min(Int.MaxValue - 16L, capacity.toLong * 2).toInt)
+}
+
+private[deltareplay] object ColumnBuilder {
+
+  def apply(dataType: DataType): ColumnBuilder = dataType match {
+    case s: StructType => new StructBuilder(s)
+    case LongType | TimestampType | TimestampNTZType => new LongBuilder(dataType, 0)
+    case IntegerType | DateType => new LongBuilder(dataType, 1)
+    case ShortType => new LongBuilder(dataType, 2)
+    case ByteType => new LongBuilder(dataType, 3)
+    case d: DecimalType if d.precision <= Decimal.MAX_LONG_DIGITS => new LongBuilder(dataType, 4)
+    case _: DecimalType => new DecimalBuilder(dataType.asInstanceOf[DecimalType])
+    case BooleanType => new BooleanBuilder
+    case FloatType | DoubleType => new DoubleBuilder(dataType)
+    case _: StringType | BinaryType => new BytesBuilder(dataType)
+    case other => throw new IllegalArgumentException(s"no compact column for $other")
+  }
+
+  /** Whole numbers (and decimals of up to 18 digits, unscaled) as longs; `kind` is the width. */
+  private final class LongBuilder(dataType: DataType, kind: Int) extends ColumnBuilder(dataType) {
+    private var values = new Array[Long](1024)
+    private val decimal = dataType match {
+      case d: DecimalType => d
+      case _ => null
+    }
+    private def ensure(): Unit =
+      if (n == values.length) values = java.util.Arrays.copyOf(values, grown(n))
+    protected def put(row: SpecializedGetters, ordinal: Int): Unit = {
+      ensure()
+      values(n) = (kind: @scala.annotation.switch) match {
+        case 0 => row.getLong(ordinal)
+        case 1 => row.getInt(ordinal).toLong
+        case 2 => row.getShort(ordinal).toLong
+        case 3 => row.getByte(ordinal).toLong
+        case _ => row.getDecimal(ordinal, decimal.precision, decimal.scale).toUnscaledLong
+      }
+    }
+    protected def putNull(): Unit = { ensure(); values(n) = 0L }
+    protected def build(): ColumnData =
+      ColumnData.longs(dataType, java.util.Arrays.copyOf(values, n), nulls)
+  }
+
+  private final class DecimalBuilder(d: DecimalType) extends ColumnBuilder(d) {
+    private val values = scala.collection.mutable.ArrayBuffer.empty[AnyRef]
+    protected def put(row: SpecializedGetters, ordinal: Int): Unit =
+      values += row.getDecimal(ordinal, d.precision, d.scale).clone()
+    protected def putNull(): Unit = values += null
+    protected def build(): ColumnData = ColumnData.Objects(d, values.toArray, nulls)
+  }
+
+  private final class BooleanBuilder extends ColumnBuilder(BooleanType) {
+    private val values = new BitSet()
+    protected def put(row: SpecializedGetters, ordinal: Int): Unit =
+      if (row.getBoolean(ordinal)) values.set(n)
+    protected def putNull(): Unit = ()
+    protected def build(): ColumnData = ColumnData.Booleans(values, nulls)
+  }
+
+  private final class DoubleBuilder(dataType: DataType) extends ColumnBuilder(dataType) {
+    private var values = new Array[Double](1024)
+    private val float = dataType == FloatType
+    private def ensure(): Unit =
+      if (n == values.length) values = java.util.Arrays.copyOf(values, grown(n))
+    protected def put(row: SpecializedGetters, ordinal: Int): Unit = {
+      ensure()
+      values(n) = if (float) row.getFloat(ordinal).toDouble else row.getDouble(ordinal)
+    }
+    protected def putNull(): Unit = { ensure(); values(n) = 0.0 }
+    protected def build(): ColumnData =
+      ColumnData.Doubles(dataType, java.util.Arrays.copyOf(values, n), nulls)
+  }
+
+  /** Strings or binary: their bytes end to end in one growing array, with offsets. */
+  private final class BytesBuilder(dataType: DataType) extends ColumnBuilder(dataType) {
+    private var data = new Array[Byte](16384)
+    private var offsets = new Array[Int](1025)
+    private var total = 0
+    private val binary = dataType == BinaryType
+    private def reserve(bytes: Int): Unit = {
+      if (n + 1 == offsets.length) offsets = java.util.Arrays.copyOf(offsets, grown(n + 1))
+      if (total.toLong + bytes > data.length) {
+        val want = math.max(grown(data.length).toLong, total.toLong + bytes)
+        if (want > Int.MaxValue - 16) {
+          throw new IllegalStateException(s"a $dataType index column over 2 GB: $n values")
+        }
+        data = java.util.Arrays.copyOf(data, want.toInt)
+      }
+    }
+    protected def put(row: SpecializedGetters, ordinal: Int): Unit = {
+      if (binary) {
+        val b = row.getBinary(ordinal)
+        reserve(b.length)
+        System.arraycopy(b, 0, data, total, b.length)
+        total += b.length
+      } else {
+        val s = row.getUTF8String(ordinal)
+        reserve(s.numBytes())
+        s.writeToMemory(data, org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET + total)
+        total += s.numBytes()
+      }
+      offsets(n + 1) = total
+    }
+    protected def putNull(): Unit = { reserve(0); offsets(n + 1) = total }
+    protected def build(): ColumnData =
+      ColumnData.strings(dataType, data, java.util.Arrays.copyOf(offsets, n + 1), nulls)
+  }
+
+  /**
+   * A struct: one builder per field, every row appended to each (a null struct as null fields). A
+   * struct that most rows lack (deletion vectors) keeps only the rows that have one.
+   */
+  private final class StructBuilder(s: StructType) extends ColumnBuilder(s) {
+    private val children = s.fields.map(f => ColumnBuilder(f.dataType))
+    protected def put(row: SpecializedGetters, ordinal: Int): Unit = {
+      val inner = row.getStruct(ordinal, s.length)
+      var i = 0
+      while (i < children.length) {
+        children(i).append(inner, i)
+        i += 1
+      }
+    }
+    protected def putNull(): Unit = {
+      var i = 0
+      while (i < children.length) {
+        children(i).appendNull()
+        i += 1
+      }
+    }
+    protected def build(): ColumnData = {
+      val nullCount = if (nulls == null) 0 else nulls.cardinality()
+      if (nullCount * 2 > n) {
+        val present = (0 until n).filterNot(nulls.get).toArray
+        ColumnData.SparseStruct(s, present, children.map(c => gathered(c.result(), present)))
+      } else ColumnData.StructData(s, children.map(_.result()), nulls)
+    }
+
+    /** The values of `column` at `rows` only, in a column of their own. */
+    private def gathered(column: ColumnData, rows: Array[Int]): ColumnData = {
+      val view = new ColumnarBatch(Array(column.vector), n)
+      val b = ColumnBuilder(column.dataType)
+      rows.foreach(i => b.append(view.getRow(i), 0))
+      b.result()
+    }
+  }
+}
+
+/** Builds an [[EntryChunk]] a [[FileEntry]] row at a time (the rows need not outlive the call). */
+private[deltareplay] final class EntryChunkBuilder(entry: FileEntry) {
+  private val columns = entry.schema.fields.map(f => ColumnBuilder(f.dataType))
+  private var hashes = new Array[Long](1024)
+  private var n = 0
+
+  def size: Int = n
+
+  def append(row: InternalRow, keyHash: Long): Unit = {
+    if (n == hashes.length) hashes = java.util.Arrays.copyOf(hashes, n * 2)
+    hashes(n) = keyHash
+    var i = 0
+    while (i < columns.length) {
+      columns(i).append(row, i)
+      i += 1
+    }
+    n += 1
+  }
+
+  def result(): EntryChunk =
+    EntryChunk(columns.map(_.result()), java.util.Arrays.copyOf(hashes, n), n)
+}
+
+/**
  * A chunk of the driver index: `numRows` [[FileEntry]] rows as columns, in entry order, with the
  * 64-bit hash of each row's replay key (to find the rows a later commit removes).
  */
@@ -404,12 +512,13 @@ private[deltareplay] final case class EntryChunk(
 private[deltareplay] object EntryChunk {
 
   /** Columns of `rows` ([[FileEntry]] rows of `entry`) and their key hashes. */
-  def apply(entry: FileEntry, rows: IndexedSeq[InternalRow], keyHashes: Array[Long]): EntryChunk =
-    EntryChunk(
-      entry.schema.fields.indices
-        .map(i => ColumnData.build(entry.schema(i).dataType, rows, i))
-        .toArray,
-      keyHashes,
-      rows.size
-    )
+  def apply(entry: FileEntry, rows: IndexedSeq[InternalRow], keyHashes: Array[Long]): EntryChunk = {
+    val b = new EntryChunkBuilder(entry)
+    var i = 0
+    while (i < rows.size) {
+      b.append(rows(i), keyHashes(i))
+      i += 1
+    }
+    b.result()
+  }
 }

@@ -76,20 +76,28 @@ private[deltareplay] object TablePaths {
    * only letters, digits and `-_.=/`, no empty, `.` or `..` segment, no leading or trailing slash.
    */
   def isPlainRelative(p: String): Boolean = {
-    val n = p.length
-    if (n == 0 || p.charAt(0) == '/' || p.charAt(n - 1) == '/') return false
+    // Latin-1 bytes: a character outside it becomes '?', one above ASCII a negative byte; neither
+    // is plain, so the answer is the characters' own
+    val bytes = p.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1)
+    isPlainRelative(bytes, 0, bytes.length)
+  }
+
+  /** [[isPlainRelative]] of the UTF-8 bytes `bytes[from, from + n)` (non-ASCII is never plain). */
+  def isPlainRelative(bytes: Array[Byte], from: Int, n: Int): Boolean = {
+    def at(i: Int): Int = bytes(from + i)
+    if (n == 0 || at(0) == '/' || at(n - 1) == '/') return false
     var i = 0
     var segmentStart = 0
     while (i <= n) {
-      if (i == n || p.charAt(i) == '/') {
+      if (i == n || at(i) == '/') {
         val len = i - segmentStart
         if (len == 0) return false
-        if (p.charAt(segmentStart) == '.' && (len == 1 || (len == 2 && p.charAt(i - 1) == '.'))) {
+        if (at(segmentStart) == '.' && (len == 1 || (len == 2 && at(i - 1) == '.'))) {
           return false
         }
         segmentStart = i + 1
       } else {
-        val c = p.charAt(i)
+        val c = at(i)
         val ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
           c == '-' || c == '_' || c == '.' || c == '='
         if (!ok) return false

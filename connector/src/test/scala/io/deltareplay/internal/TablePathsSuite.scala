@@ -72,6 +72,19 @@ class TablePathsSuite extends AnyFunSuite with SharedSparkSession {
     }
   }
 
+  test("a key hashed from a row's bytes is the key's hash, for tricky and generated paths") {
+    val hasher = new KeyHasher(paths)
+    val dvs = Seq("", "uab^-aqEH.-t@S}K{vb[*k^@1", "iwi5b=000010000siXQKl0rr9", "p😀")
+    for ((raw, i) <- (tricky ++ generated(3000, 5)).zipWithIndex) {
+      val bytes = org.apache.spark.unsafe.types.UTF8String.fromString(raw)
+      val p = bytes.toString // as a row gives it (a lone UTF-16 surrogate has no UTF-8 form)
+      val utf8 = bytes.getBytes
+      assert(TablePaths.isPlainRelative(utf8, 0, utf8.length) === TablePaths.isPlainRelative(p), p)
+      val dv = dvs(i % dvs.size)
+      assert(hasher.of(bytes, dv) === KeyHash.of(paths.key(p), dv), s"$p $dv")
+    }
+  }
+
   test("the Column key and the driver key agree, paths and DV ids alike") {
     val dvs = Seq(
       DvDescriptor("u", "ab^-aqEH.-t@S}K{vb[*k^", Some(1), 36, 2L),
