@@ -153,7 +153,7 @@ lazy val connector = (project in file("connector"))
       s"-Ddeltareplay.test.executorClasspath=${cp.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator)}"
     },
     // One JVM holds one SparkContext: every *ClusterSuite (and *SmallHeapSuite) forks into its own
-    // JVM; the other suites share four JVMs (one SparkSession each), split by their measured run
+    // JVM; the other suites share six JVMs (one SparkSession each), split by their measured run
     // times. Each JVM gets its own warehouse and Derby
     // directories, so catalog tables of suites running at the same time never meet.
     Test / testGrouping := {
@@ -173,23 +173,33 @@ lazy val connector = (project in file("connector"))
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
       // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
-      // The shared-session suites in four JVMs of about equal run time (seconds each took in the
-      // last full run, two JVMs at a time): the differential test's first half and executor
-      // planning (about 330 + 74); correctness, the snapshot index and streaming
-      // (128 + 152 + 136); the differential test's second half, routing and metadata aggregates
-      // (about 220 + 21 + 17); the rest (about 380). sbt starts forked groups in no set order, so
-      // no group may be much longer than the others: with the longest started last, the run ends
-      // that much later (with three groups, the one started last ran alone for four minutes).
+      // The shared-session suites in six JVMs of at most about 500 s each (seconds per suite from
+      // the JUnit reports of two clean-clone runs, two JVMs at a time beside the Python side):
+      // the differential test's first half (460-560) alone; the snapshot index and executor
+      // planning (160-450 + 135-155); batch reads and the object store (325 + 110-120); streaming
+      // and routing (285-320 + 145-170); correctness with replay rules, errors and metadata
+      // aggregates (225-280 + 80 + 70 + 20-40); the differential test's second half and the rest
+      // (185-370 + about 100). sbt starts forked groups in no set order, so no group may be much
+      // longer than the others: with the longest started last, the run ends that much later (with
+      // four groups, one of them 1,050 s in one run, the run took 1,939 s; with three, the one
+      // started last ran alone for four minutes).
       val lanes = Seq(
-        "local-1" -> Set("DifferentialSuite", "ExecutorPlanningSuite"),
-        "local-2" -> Set("CorrectnessSuite", "SnapshotIndexSuite", "StreamingSuite"),
-        "local-4" -> Set("DifferentialSecondSuite", "RoutingSuite", "MetadataAggregatesSuite")
+        "local-1" -> Set("DifferentialSuite"),
+        "local-2" -> Set("SnapshotIndexSuite", "ExecutorPlanningSuite"),
+        "local-3" -> Set("BatchReadSuite", "ObjectStoreSuite"),
+        "local-4" -> Set("StreamingSuite", "RoutingSuite"),
+        "local-5" -> Set(
+          "CorrectnessSuite",
+          "ReplayRulesSuite",
+          "ErrorsSuite",
+          "MetadataAggregatesSuite"
+        )
       )
       def lane(t: TestDefinition): String = {
         val simple = t.name.split('.').last
-        lanes.collectFirst { case (name, suites) if suites(simple) => name }.getOrElse("local-3")
+        lanes.collectFirst { case (name, suites) if suites(simple) => name }.getOrElse("local-6")
       }
-      (lanes.map(_._1) :+ "local-3")
+      (lanes.map(_._1) :+ "local-6")
         .map(name => name -> local.filter(t => lane(t) == name))
         .collect {
           case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None))
