@@ -63,8 +63,10 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
     var columns = Seq("id", "id % 4 AS p")
     withConf("spark.deltareplay.replay.distributedThresholdBytes" -> threshold) {
       assert(autoFiles(path, 0) === v1LiveFiles(path, 0))
-      (1 to 14).foreach { step =>
-        val op = ops(rnd.nextInt(ops.size))
+      // every kind of commit once (in a seeded order), then a few drawn at random
+      val steps = rnd.shuffle(ops.distinct) ++ Seq.fill(3)(ops(rnd.nextInt(ops.size)))
+      steps.zipWithIndex.foreach { case (op, i) =>
+        val step = i + 1
         op match {
           case "append" =>
             spark
@@ -127,7 +129,7 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
       }
     }
     // Each step reads the newest version right after one commit: rolled forward, not replayed.
-    assert(incremental >= 12, s"only $incremental of 14 reads rolled the cached state forward")
+    assert(incremental >= 8, s"only $incremental of 10 reads rolled the cached state forward")
   }
 
   test(

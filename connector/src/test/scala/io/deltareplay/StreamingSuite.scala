@@ -64,10 +64,10 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
         Map("maxFilesPerTrigger" -> "3", "startingVersion" -> "4"),
         Map("maxFilesPerTrigger" -> "1000")
       ).foreach { opts =>
+        val theirs = batches(path, delta = true, opts) // DeltaSource's, whatever our mode
         Seq("local", "distributed").foreach { mode =>
           withReplayMode(mode) {
             val ours = batches(path, delta = false, opts)
-            val theirs = batches(path, delta = true, opts)
             assert(ours.map(_.size) === theirs.map(_.size), s"$opts $mode")
             assert(ours.flatten.sorted === theirs.flatten.sorted, s"$opts $mode")
           }
@@ -339,10 +339,10 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
         Map("maxBytesPerTrigger" -> "40k", "maxFilesPerTrigger" -> "4"),
         Map("maxBytesPerTrigger" -> "1")
       ).foreach { opts =>
+        val theirs = batches(path, delta = true, opts) // DeltaSource's, whatever our mode
         Seq("local", "distributed").foreach { mode =>
           withReplayMode(mode) {
             val ours = batches(path, delta = false, opts)
-            val theirs = batches(path, delta = true, opts)
             assert(ours.map(_.size) === theirs.map(_.size), s"$opts $mode")
             assert(ours === theirs, s"$opts $mode")
           }

@@ -65,6 +65,16 @@ object RunStats {
  */
 trait Differential { oracle: DeltaOracle =>
 
+  /** Seconds spent per part of the run (table writes, the oracle, each mode), for the summary. */
+  val timeSpent: scala.collection.mutable.Map[String, Double] =
+    scala.collection.mutable.Map.empty.withDefaultValue(0.0)
+
+  def timed[T](part: String)(body: => T): T = {
+    val t0 = System.nanoTime()
+    try body
+    finally timeSpent(part) += (System.nanoTime() - t0) / 1e9
+  }
+
   /**
    * Modes besides `auto`: the forced replay modes, and `filtered`: every read replayed as a Spark
    * job with no index kept, so a read with filters on a table with a checkpoint reads only the
@@ -77,7 +87,7 @@ trait Differential { oracle: DeltaOracle =>
     val table = Tables.generate(seed)
     val path = new File(dir, s"t$seed").getAbsolutePath
     val versions =
-      try table.build(spark, path)
+      try timed("write the table")(table.build(spark, path))
       catch {
         case NonFatal(e) =>
           // delta-spark refused the generated history (not a reader question): skip the table
@@ -95,8 +105,8 @@ trait Differential { oracle: DeltaOracle =>
         if (allModes) "auto" +: forcedModes else Seq("auto", forcedModes(i % forcedModes.size))
       stats = stats + check(seed, table, path, q, modes)
     }
-    if (streams) stats = stats + stream(seed, table, path, r)
-    stats + reused(seed, table, path, gen)
+    if (streams) stats = stats + timed("streams")(stream(seed, table, path, r))
+    stats + timed("reused DataFrame")(reused(seed, table, path, gen))
   }
 
   /**
@@ -134,7 +144,7 @@ trait Differential { oracle: DeltaOracle =>
 
   /** V1's answer to `q`, planned and run as the oracle ([[DeltaOracle.asOracle]]). */
   private def oracleAnswer(q: Query, path: String): Seq[Seq[Any]] =
-    asOracle(answer(frame(q, path, oracleSide = true)))
+    timed("V1")(asOracle(answer(frame(q, path, oracleSide = true))))
 
   private def frame(q: Query, path: String, oracleSide: Boolean): DataFrame = q match {
     case Query.Select(columns, pred, version) =>
@@ -206,7 +216,7 @@ trait Differential { oracle: DeltaOracle =>
   ): Option[String] =
     withMode(mode) {
       try {
-        val actual = answer(frame(q, path, oracleSide = false))
+        val actual = timed(mode)(answer(frame(q, path, oracleSide = false)))
         if (actual == expected) None
         else {
           val missing =
