@@ -277,9 +277,9 @@ private[deltareplay] final class KeyHasher(paths: TablePaths) {
   def of(path: UTF8String, dv: String): Long = {
     val p = path.numBytes()
     if (buffer.length < p + 1) buffer = new Array[Byte]((p + 1) * 2)
-    path.writeToMemory(buffer, Platform.BYTE_ARRAY_OFFSET)
-    if (!TablePaths.isPlainRelative(buffer, 0, p)) KeyHash.of(paths.key(path.toString), dv)
+    if (!TablePaths.isPlainRelative(path)) KeyHash.of(paths.key(path.toString), dv)
     else {
+      path.writeToMemory(buffer, Platform.BYTE_ARRAY_OFFSET)
       val dvBytes = dv.getBytes(StandardCharsets.UTF_8)
       val length = p + 1 + dvBytes.length
       if (buffer.length < length) buffer = java.util.Arrays.copyOf(buffer, length * 2)

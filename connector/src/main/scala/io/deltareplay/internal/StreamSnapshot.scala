@@ -62,11 +62,8 @@ private[deltareplay] final class StreamSnapshot(
     built
   }
 
-  private def pathKey(r: InternalRow): UTF8String = {
-    val raw = r.getUTF8String(entry.Ord.Path)
-    val s = raw.toString
-    if (TablePaths.isPlainRelative(s)) raw.clone() else UTF8String.fromString(paths.key(s))
-  }
+  private def pathKey(r: InternalRow): UTF8String =
+    StreamSnapshot.pathKey(paths, entry.Ord.Path, r)
 
   // ---------------------------------------------------------------- index on the executors
 
@@ -339,6 +336,13 @@ private[deltareplay] object StreamSnapshot {
       if (c != 0) c else a._2.binaryCompare(b._2)
     }
 
+  /** The path of a row's replay key, copied: a row's strings point into its reused buffer. */
+  def pathKey(paths: TablePaths, ordinal: Int, r: InternalRow): UTF8String = {
+    val raw = r.getUTF8String(ordinal)
+    val key = paths.key(raw)
+    if (key eq raw) raw.clone() else key
+  }
+
   private def before(a: (Long, UTF8String), b: (Long, UTF8String)): Boolean = {
     val c = java.lang.Long.compare(a._1, b._1)
     c < 0 || (c == 0 && a._2.binaryCompare(b._2) < 0)
@@ -365,15 +369,13 @@ private[deltareplay] object StreamSnapshot {
           -KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
       )
       rows.foreach { r =>
-        val raw = r.getUTF8String(entry.Ord.Path).toString
-        val key = (
-          r.getLong(entry.Ord.ModificationTime),
-          UTF8String.fromString(if (TablePaths.isPlainRelative(raw)) raw else paths.key(raw))
-        )
+        val raw = r.getUTF8String(entry.Ord.Path)
+        // the key may point into the row's buffer: copied only when the file is kept
+        val key = (r.getLong(entry.Ord.ModificationTime), paths.key(raw))
         if (low.forall(l => before(l, key))) {
           val top = heap.peek()
           if (heap.size < n || before(key, (top._1, top._2))) {
-            heap.add((key._1, key._2, r.copy()))
+            heap.add((key._1, if (key._2 eq raw) raw.clone() else key._2, r.copy()))
             if (heap.size > n) heap.poll()
           }
         }

@@ -3,6 +3,8 @@ package io.deltareplay.internal
 import java.net.URI
 
 import org.apache.hadoop.fs.Path
+import org.apache.spark.unsafe.Platform
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * How the `path` of an add or remove action names a file, resolved exactly as delta-spark resolves
@@ -47,6 +49,14 @@ private[deltareplay] final case class TablePaths(root: String, defaultFs: String
       canonical.toUri.toString
     }
 
+  /**
+   * [[key]] of a log path as a row holds it: a plain relative path is its own key and comes back as
+   * the same object (no string made; copy it to keep it beyond the row), any other is resolved.
+   */
+  def key(logPath: UTF8String): UTF8String =
+    if (TablePaths.isPlainRelative(logPath)) logPath
+    else UTF8String.fromString(key(logPath.toString))
+
   /** The file a log path names, as a URL-encoded absolute URI string. */
   def absolute(logPath: String): String = {
     val k = key(logPath)
@@ -74,17 +84,19 @@ private[deltareplay] object TablePaths {
   /**
    * Whether `p` is a relative path that URI parsing and Hadoop's `Path` leave exactly as it is:
    * only letters, digits and `-_.=/`, no empty, `.` or `..` segment, no leading or trailing slash.
+   * (A character above ASCII is never plain, so chars and UTF-8 bytes give the same answer.)
    */
-  def isPlainRelative(p: String): Boolean = {
-    // Latin-1 bytes: a character outside it becomes '?', one above ASCII a negative byte; neither
-    // is plain, so the answer is the characters' own
-    val bytes = p.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1)
-    isPlainRelative(bytes, 0, bytes.length)
+  def isPlainRelative(p: String): Boolean = plain(p.length, p.charAt(_).toInt)
+
+  /** [[isPlainRelative]] of a path held as UTF-8 (a row's string): its bytes read in place. */
+  def isPlainRelative(p: UTF8String): Boolean = {
+    val base = p.getBaseObject
+    val offset = p.getBaseOffset
+    plain(p.numBytes(), i => Platform.getByte(base, offset + i).toInt)
   }
 
-  /** [[isPlainRelative]] of the UTF-8 bytes `bytes[from, from + n)` (non-ASCII is never plain). */
-  def isPlainRelative(bytes: Array[Byte], from: Int, n: Int): Boolean = {
-    def at(i: Int): Int = bytes(from + i)
+  /** The rule of [[isPlainRelative]] over the `n` characters (or UTF-8 bytes) `at` gives. */
+  private def plain(n: Int, at: Int => Int): Boolean = {
     if (n == 0 || at(0) == '/' || at(n - 1) == '/') return false
     var i = 0
     var segmentStart = 0

@@ -72,14 +72,19 @@ class TablePathsSuite extends AnyFunSuite with SharedSparkSession {
     }
   }
 
-  test("a key hashed from a row's bytes is the key's hash, for tricky and generated paths") {
+  test("a key from a row's bytes, and its hash, are the key's, for tricky and generated paths") {
     val hasher = new KeyHasher(paths)
     val dvs = Seq("", "uab^-aqEH.-t@S}K{vb[*k^@1", "iwi5b=000010000siXQKl0rr9", "p😀")
     for ((raw, i) <- (tricky ++ generated(3000, 5)).zipWithIndex) {
       val bytes = org.apache.spark.unsafe.types.UTF8String.fromString(raw)
       val p = bytes.toString // as a row gives it (a lone UTF-16 surrogate has no UTF-8 form)
+      // the bytes in the middle of a larger buffer, as a row's string points into the row
       val utf8 = bytes.getBytes
-      assert(TablePaths.isPlainRelative(utf8, 0, utf8.length) === TablePaths.isPlainRelative(p), p)
+      val framed = Array[Byte](47, 47) ++ utf8 ++ Array[Byte](47)
+      val inRow = org.apache.spark.unsafe.types.UTF8String.fromBytes(framed, 2, utf8.length)
+      assert(TablePaths.isPlainRelative(inRow) === TablePaths.isPlainRelative(p), p)
+      assert(paths.key(inRow).toString === paths.key(p), p)
+      assert((paths.key(inRow) eq inRow) === TablePaths.isPlainRelative(p), p)
       val dv = dvs(i % dvs.size)
       assert(hasher.of(bytes, dv) === KeyHash.of(paths.key(p), dv), s"$p $dv")
     }

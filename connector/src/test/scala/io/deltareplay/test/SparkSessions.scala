@@ -26,8 +26,8 @@ object SparkSessions {
       .config("spark.databricks.delta.snapshotPartitions", "2")
       .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
 
-  /** JVM flags of executor JVMs: the test JVMs' collector (build.sbt says why). */
-  val testJvmOptions = "-XX:+UseParallelGC"
+  /** JVM flags of executor JVMs: the test JVMs' collector and compiler (build.sbt says why). */
+  val testJvmOptions = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
 
   /** The classpath local-cluster executors need: set by build.sbt. */
   def executorClasspath: String =
