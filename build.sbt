@@ -126,13 +126,6 @@ lazy val connector = (project in file("connector"))
       // 177 s with the serial collector. Executors of local-cluster suites get the same flag
       // (SparkSessions.testJvmOptions).
       "-XX:+UseParallelGC",
-      // The client compiler only. The test run keeps both cores busy, so its time is its CPU
-      // seconds, and a test JVM's C2 compilations are a large share of them (RoutingSuite: 57 s
-      // of JIT time for a 40 s suite). Alone, C1-only code is slower (the differential's second
-      // half 143 -> 149 s, RoutingSuite 56 -> 58 s) but costs less CPU (user+sys 267 -> 231 s and
-      // 116 -> 98 s), and in the shared run CPU is what counts. Executors of local-cluster suites
-      // and the Python side's JVMs get the same flags.
-      "-XX:TieredStopAtLevel=1",
       "-Dfile.encoding=UTF-8",
       "-Dspark.ui.enabled=false",
       "-Dspark.sql.shuffle.partitions=4",
@@ -159,10 +152,14 @@ lazy val connector = (project in file("connector"))
       }
       s"-Ddeltareplay.test.executorClasspath=${cp.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator)}"
     },
-    // One JVM holds one SparkContext: every *ClusterSuite (and *SmallHeapSuite) forks into its own
-    // JVM; the other suites share six JVMs (one SparkSession each), split by their measured run
-    // times. Each JVM gets its own warehouse and Derby
-    // directories, so catalog tables of suites running at the same time never meet.
+    // One JVM holds one SparkContext: the *ClusterSuites share one JVM (and its local-cluster
+    // session), each *SmallHeapSuite gets its own, and the other suites share two JVMs (one
+    // `local[2]` session each), split by their measured run times. Each JVM gets its own
+    // warehouse and Derby directories, so catalog tables of suites running at the same time
+    // never meet. Few JVMs, because the run keeps both cores busy and its time is its CPU
+    // seconds: every JVM compiles Spark's and delta-spark's hot code again (a 40 s suite in its
+    // own JVM spent 57 s of CPU in the JIT compilers) and starts its own session; with six
+    // shared JVMs and one per cluster suite the Scala side took 1,662 s.
     Test / testGrouping := {
       val tests = (Test / definedTests).value
       val opts = (Test / javaOptions).value.toVector
@@ -180,37 +177,26 @@ lazy val connector = (project in file("connector"))
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
       // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
-      // The shared-session suites in six JVMs of at most about 500 s each (seconds per suite from
-      // the JUnit reports of two clean-clone runs, two JVMs at a time beside the Python side):
-      // the differential test's first half (460-560) alone; the snapshot index and executor
-      // planning (160-450 + 135-155); batch reads and the object store (325 + 110-120); streaming
-      // and routing (285-320 + 145-170); correctness with replay rules, errors and metadata
-      // aggregates (225-280 + 80 + 70 + 20-40); the differential test's second half and the rest
-      // (185-370 + about 100). sbt starts forked groups in no set order, so no group may be much
-      // longer than the others: with the longest started last, the run ends that much later (with
-      // four groups, one of them 1,050 s in one run, the run took 1,939 s; with three, the one
-      // started last ran alone for four minutes).
-      val lanes = Seq(
-        "local-1" -> Set("DifferentialSuite"),
-        "local-2" -> Set("SnapshotIndexSuite", "ExecutorPlanningSuite"),
-        "local-3" -> Set("BatchReadSuite", "ObjectStoreSuite"),
-        "local-4" -> Set("StreamingSuite", "RoutingSuite"),
-        "local-5" -> Set(
-          "CorrectnessSuite",
-          "ReplayRulesSuite",
-          "ErrorsSuite",
-          "MetadataAggregatesSuite"
-        )
+      // Seconds per suite from the JUnit reports of clean-clone runs (two JVMs at a time beside
+      // the Python side): `local-1` takes the differential test's first half (400), the snapshot
+      // index (320), batch reads (320), executor planning (235), replay rules, errors and
+      // metadata aggregates (190); `local-2` the rest: the differential test's second half
+      // (340), streaming (380), correctness (180), routing (75), the object store (40) and the
+      // unit suites (150). sbt starts forked groups in no set order, so `local-1` is about as
+      // long as `local-2`, the cluster JVM (360 s as three JVMs) and the small-heap one (80 s)
+      // together: whichever starts first, the two lanes end close together.
+      val first = Set(
+        "DifferentialSuite",
+        "SnapshotIndexSuite",
+        "BatchReadSuite",
+        "ExecutorPlanningSuite",
+        "ReplayRulesSuite",
+        "ErrorsSuite",
+        "MetadataAggregatesSuite"
       )
-      def lane(t: TestDefinition): String = {
-        val simple = t.name.split('.').last
-        lanes.collectFirst { case (name, suites) if suites(simple) => name }.getOrElse("local-6")
-      }
-      (lanes.map(_._1) :+ "local-6")
-        .map(name => name -> local.filter(t => lane(t) == name))
-        .collect {
-          case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None))
-        } ++ cluster.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, None))) ++
+      val (one, two) = local.partition(t => first(t.name.split('.').last))
+      Seq("local-1" -> one, "local-2" -> two, "cluster" -> cluster)
+        .collect { case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None)) } ++
         small.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, Some("-Xmx1g"))))
     },
     // Forked JVMs run side by side (two at a time: Global / concurrentRestrictions above). A

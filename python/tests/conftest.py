@@ -19,12 +19,10 @@ from delta_replay.session import local_session
 # answers do not depend on it: it is the partition count of that one shuffle. The JVMs
 # use the parallel collector, as the Scala test JVMs do (build.sbt): on 2 cores G1's
 # concurrent work competes with the tests for CPU (the MOR, correctness and session tests:
-# 194 s with G1, 178 s with it), and the client compiler only: the test run keeps both cores
-# busy, so CPU seconds are its time, and C2's compilations are a large share of a short JVM's
-# (build.sbt has the figures).
+# 194 s with G1, 178 s with it).
 TEST_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:TieredStopAtLevel=1",
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
 

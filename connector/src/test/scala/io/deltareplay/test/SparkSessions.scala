@@ -26,8 +26,8 @@ object SparkSessions {
       .config("spark.databricks.delta.snapshotPartitions", "2")
       .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
 
-  /** JVM flags of executor JVMs: the test JVMs' collector and compiler (build.sbt says why). */
-  val testJvmOptions = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
+  /** JVM flags of executor JVMs: the test JVMs' collector (build.sbt says why). */
+  val testJvmOptions = "-XX:+UseParallelGC"
 
   /** The classpath local-cluster executors need: set by build.sbt. */
   def executorClasspath: String =
@@ -61,26 +61,26 @@ object SharedSparkSession {
 /**
  * A SparkSession on `local-cluster[2,1,1024]`: two executors in their own JVMs, launched from
  * SPARK_HOME (the pyspark installation) with this build's classes on their classpath. Suites using
- * it must be named `*ClusterSuite` so that build.sbt forks each into its own JVM.
+ * it must be named `*ClusterSuite`: build.sbt forks them together into one JVM of their own (a JVM
+ * holds one SparkContext), where they share this session and its two executors, as the other suites
+ * share the `local[2]` one. It stops when the JVM exits.
  */
 trait LocalClusterSparkSession extends SharedSparkSession { self: Suite =>
-  @volatile private var clusterSession: SparkSession = _
+  override protected def spark: SparkSession = LocalClusterSparkSession.session
+}
 
-  override protected def spark: SparkSession = clusterSession
-
-  override protected def beforeAll(): Unit = {
-    super.beforeAll()
+object LocalClusterSparkSession {
+  lazy val session: SparkSession = {
     require(sys.env.contains("SPARK_HOME"), "SPARK_HOME must point at the pyspark installation")
-    clusterSession = SparkSessions
+    val s = SparkSessions
       .builder("local-cluster[2,1,1024]")
       .config("spark.executor.extraClassPath", SparkSessions.executorClasspath)
       .config("spark.executor.memory", "1024m")
       .config("spark.executor.extraJavaOptions", SparkSessions.testJvmOptions)
       .getOrCreate()
-    clusterSession.sparkContext.setLogLevel("ERROR")
+    s.sparkContext.setLogLevel("ERROR")
+    // stopped cleanly at JVM exit, before the worker's hook kills the executors under it
+    org.apache.spark.ListenerBusAccess.beforeSparkShutdownHooks(() => s.stop())
+    s
   }
-
-  override protected def afterAll(): Unit =
-    try if (clusterSession != null) clusterSession.stop()
-    finally super.afterAll()
 }

@@ -1,6 +1,18 @@
 package org.apache.spark
 
-/** Test access to `SparkContext.listenerBus` (private[spark]). */
+import org.apache.spark.util.ShutdownHookManager
+
+/** Test access to `SparkContext.listenerBus` and Spark's shutdown hooks (private[spark]). */
 object ListenerBusAccess {
   def waitUntilEmpty(sc: SparkContext): Unit = sc.listenerBus.waitUntilEmpty()
+
+  /**
+   * Runs `hook` at JVM exit before Spark's own hooks of default priority, among them the
+   * local-cluster worker's, which kills its executor processes (the master then reports the
+   * application as failed).
+   */
+  def beforeSparkShutdownHooks(hook: () => Unit): Unit = {
+    ShutdownHookManager.addShutdownHook(ShutdownHookManager.DEFAULT_SHUTDOWN_PRIORITY + 10)(hook)
+    ()
+  }
 }
