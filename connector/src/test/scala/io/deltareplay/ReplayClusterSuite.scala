@@ -55,7 +55,7 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
         }
         assertSameAsV1(path, query = _.where("g = 2 AND id > 250"))
       } finally {
-        org.apache.spark.ListenerBusAccess.waitUntilEmpty(spark.sparkContext)
+        org.apache.spark.SparkPrivateAccess.waitUntilEmpty(spark.sparkContext)
         spark.sparkContext.removeSparkListener(listener)
       }
       assert(replayJobs.nonEmpty, "no replay job ran")

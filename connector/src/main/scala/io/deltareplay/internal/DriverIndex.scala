@@ -274,20 +274,18 @@ private[deltareplay] object KeyHash {
 private[deltareplay] final class KeyHasher(paths: TablePaths) {
   private var buffer = new Array[Byte](512)
 
-  def of(path: UTF8String, dv: String): Long = {
-    val p = path.numBytes()
-    if (buffer.length < p + 1) buffer = new Array[Byte]((p + 1) * 2)
+  def of(path: UTF8String, dv: String): Long =
     if (!TablePaths.isPlainRelative(path)) KeyHash.of(paths.key(path.toString), dv)
     else {
-      path.writeToMemory(buffer, Platform.BYTE_ARRAY_OFFSET)
+      val p = path.numBytes()
       val dvBytes = dv.getBytes(StandardCharsets.UTF_8)
       val length = p + 1 + dvBytes.length
-      if (buffer.length < length) buffer = java.util.Arrays.copyOf(buffer, length * 2)
+      if (buffer.length < length) buffer = new Array[Byte](length * 2)
+      path.writeToMemory(buffer, Platform.BYTE_ARRAY_OFFSET)
       buffer(p) = 0
       System.arraycopy(dvBytes, 0, buffer, p + 1, dvBytes.length)
       XXH64.hashUnsafeBytes(buffer, Platform.BYTE_ARRAY_OFFSET, length, 42L)
     }
-  }
 }
 
 /**

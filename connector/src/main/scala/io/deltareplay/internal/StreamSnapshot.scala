@@ -58,12 +58,14 @@ private[deltareplay] final class StreamSnapshot(
   /** The driver index's files in snapshot order (sorted as far as reads have asked). */
   private var built: StreamSnapshot.DriverOrder = null
   private def order: StreamSnapshot.DriverOrder = {
-    if (built == null) built = StreamSnapshot.DriverOrder(index.asInstanceOf[DriverIndex], pathKey)
+    if (built == null) {
+      built = StreamSnapshot.DriverOrder(
+        index.asInstanceOf[DriverIndex],
+        StreamSnapshot.pathKey(paths, entry.Ord.Path, _)
+      )
+    }
     built
   }
-
-  private def pathKey(r: InternalRow): UTF8String =
-    StreamSnapshot.pathKey(paths, entry.Ord.Path, r)
 
   // ---------------------------------------------------------------- index on the executors
 

@@ -80,7 +80,7 @@ object LocalClusterSparkSession {
       .getOrCreate()
     s.sparkContext.setLogLevel("ERROR")
     // stopped cleanly at JVM exit, before the worker's hook kills the executors under it
-    org.apache.spark.ListenerBusAccess.beforeSparkShutdownHooks(() => s.stop())
+    org.apache.spark.SparkPrivateAccess.beforeSparkShutdownHooks(() => s.stop())
     s
   }
 }

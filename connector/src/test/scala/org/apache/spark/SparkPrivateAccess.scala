@@ -2,8 +2,8 @@ package org.apache.spark
 
 import org.apache.spark.util.ShutdownHookManager
 
-/** Test access to `SparkContext.listenerBus` and Spark's shutdown hooks (private[spark]). */
-object ListenerBusAccess {
+/** Test access to what Spark keeps private[spark]: the listener bus and its shutdown hooks. */
+object SparkPrivateAccess {
   def waitUntilEmpty(sc: SparkContext): Unit = sc.listenerBus.waitUntilEmpty()
 
   /**
