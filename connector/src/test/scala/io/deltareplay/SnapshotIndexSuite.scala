@@ -63,8 +63,8 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
     var columns = Seq("id", "id % 4 AS p")
     withConf("spark.deltareplay.replay.distributedThresholdBytes" -> threshold) {
       assert(autoFiles(path, 0) === v1LiveFiles(path, 0))
-      // every kind of commit once (in a seeded order), then a few drawn at random
-      val steps = rnd.shuffle(ops.distinct) ++ Seq.fill(3)(ops(rnd.nextInt(ops.size)))
+      // every kind of commit once (in a seeded order), then one drawn at random
+      val steps = rnd.shuffle(ops.distinct) :+ ops(rnd.nextInt(ops.size))
       steps.zipWithIndex.foreach { case (op, i) =>
         val step = i + 1
         op match {
@@ -113,7 +113,7 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
         if (mode.startsWith("incremental")) incremental += 1
         assert(autoFiles(path, v) === expected, s"step $step ($op): auto ($mode) differs at v$v")
         assert(ourLiveFiles(path, v, "local") === expected, s"step $step ($op): full replay")
-        if (step % 5 == 0) {
+        if (step % 4 == 0) {
           if (home == "driver") assertSameAsV1(path, modes = Seq("auto"))
           else assert(sorted(ours(path)) === sorted(v1(path)), s"step $step ($op)")
         }
@@ -129,7 +129,7 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
       }
     }
     // Each step reads the newest version right after one commit: rolled forward, not replayed.
-    assert(incremental >= 8, s"only $incremental of 10 reads rolled the cached state forward")
+    assert(incremental >= 6, s"only $incremental of 8 reads rolled the cached state forward")
   }
 
   test(

@@ -109,13 +109,15 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
 
   /**
    * Asserts both readers return the same rows for `query` applied to the table (at `version` when
-   * given), in every replay mode; returns the metrics of each mode's scan.
+   * given), in every replay mode; returns the metrics of each mode's scan. With `matching`, V1's
+   * answer must hold a row (a recipe that is meant to match one).
    */
   def assertSameAsV1(
       path: String,
       version: Option[Long] = None,
       query: DataFrame => DataFrame = identity,
-      modes: Seq[String] = replayModes
+      modes: Seq[String] = replayModes,
+      matching: Boolean = false
   )(implicit pos: Position): Map[String, ScanMetrics] = {
     val opts = version.fold(Map.empty[String, String])(v => Map("versionAsOf" -> v.toString))
     val expected = asOracle {
@@ -127,6 +129,7 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
       assert(deltaReplayScans(oracleDf).isEmpty, "the oracle plan was routed through delta-replay")
       sorted(oracleDf)
     }
+    if (matching) assert(expected.nonEmpty, "the recipe should match a row: V1 returns none")
     modes.map { mode =>
       withReplayMode(mode) {
         val df = query(ours(path, opts))
