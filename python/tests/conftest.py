@@ -25,19 +25,30 @@ TEST_CONF = {
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
+# Spark sessions the tests start in subprocesses (a command end to end, a harness run, a
+# consumer to kill, the Connect server) live a minute or two: their JVMs use the client
+# compiler only. C2 compiles Spark's hot code for a long run; in a short one that is CPU spent
+# for nothing. `bench replay --quick` alone: 88 -> 58 s of CPU (46 -> 44 s wall on an idle
+# machine; the whole test run is CPU-bound). The long-lived test session keeps both compilers:
+# with C1 only, five of its modules took 346 s of CPU instead of 278.
+SUBPROCESS_CONF = {
+    **TEST_CONF,
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC -XX:TieredStopAtLevel=1",
+}
+
 
 @pytest.fixture(scope="session")
 def test_conf() -> dict[str, str]:
-    """TEST_CONF, for tests that start Spark sessions of their own (in subprocesses)."""
-    return dict(TEST_CONF)
+    """The test settings for tests that start Spark sessions of their own (in subprocesses)."""
+    return dict(SUBPROCESS_CONF)
 
 
 @pytest.fixture(scope="session")
 def spark_conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SPARK_CONF_DIR whose spark-defaults.conf holds TEST_CONF: for commands that start a
-    Spark session in a subprocess and take no configuration (their own settings still win)."""
+    """A SPARK_CONF_DIR whose spark-defaults.conf holds SUBPROCESS_CONF: for commands that start
+    a Spark session in a subprocess and take no configuration (their own settings still win)."""
     conf_dir = tmp_path_factory.mktemp("spark-conf")
-    lines = [f"{key} {value}" for key, value in TEST_CONF.items()]
+    lines = [f"{key} {value}" for key, value in SUBPROCESS_CONF.items()]
     (conf_dir / "spark-defaults.conf").write_text("\n".join(lines) + "\n")
     return conf_dir
 

@@ -328,6 +328,7 @@ def test_consumer_killed_mid_stream_restarts_exactly_once(
     data: Dataset,
     reference: tuple[PipelineConfig, dict[str, Any]],
     tmp_path: Path,
+    spark_conf_dir: Path,
 ) -> None:
     assert broker.bootstrap is not None
     topic = "temps-kill"
@@ -337,7 +338,11 @@ def test_consumer_killed_mid_stream_restarts_exactly_once(
     checkpoint = str(tmp_path / "checkpoint")
     cmd = _consumer_cmd(broker.bootstrap, topic, target, quarantine, checkpoint)
     marker = tmp_path / "paused"
-    env = {**os.environ, PAUSE_AFTER_COMMIT_ENV: f"0:{marker}"}
+    env = {
+        **os.environ,
+        PAUSE_AFTER_COMMIT_ENV: f"0:{marker}",
+        "SPARK_CONF_DIR": str(spark_conf_dir),
+    }
     # Run 1: pauses right after batch 0's Delta commit; we SIGKILL the whole process
     # group (Python driver and its Spark JVM) there, like a crash.
     log1 = (tmp_path / "run1.log").open("w")
