@@ -37,6 +37,14 @@ object DeltaReplayOptions {
   val TailFastPathMaxBytes = "replay.tailFastPathMaxBytes"
 
   /**
+   * Distributed mode, a tail over `tailFastPathMaxBytes`: when the commits after the checkpoint
+   * hold at most this many bytes, only they go through the keyed window, and the checkpoint's adds
+   * are kept map-side unless the tail holds their key (its keys broadcast); otherwise every action
+   * of the log is shuffled. 0 = always the whole window.
+   */
+  val TailBroadcastMaxBytes = "replay.tailBroadcastMaxBytes"
+
+  /**
    * Whether `auto` replay keeps the replayed file list of the table version last read (per session,
    * on the driver) and rolls it forward by the new commits when a newer version is read (default
    * true).
@@ -121,6 +129,7 @@ object DeltaReplayOptions {
   val DistributedThresholdBytesKey: String = SessionPrefix + DistributedThresholdBytes
   val ReplayPartitionsKey: String = SessionPrefix + ReplayPartitions
   val TailFastPathMaxBytesKey: String = SessionPrefix + TailFastPathMaxBytes
+  val TailBroadcastMaxBytesKey: String = SessionPrefix + TailBroadcastMaxBytes
   val DataSkippingKey: String = SessionPrefix + DataSkipping
   val EnabledKey: String = SessionPrefix + Enabled
   val StateCacheKey: String = SessionPrefix + StateCache
@@ -140,6 +149,7 @@ object DeltaReplayOptions {
     DistributedThresholdBytes -> (16L * 1024 * 1024).toString,
     ReplayPartitions -> "0",
     TailFastPathMaxBytes -> (64L * 1024 * 1024).toString,
+    TailBroadcastMaxBytes -> (256L * 1024 * 1024).toString,
     DataSkipping -> "true",
     StateCache -> "true",
     FilterCheckpoint -> "true",
@@ -165,6 +175,7 @@ object DeltaReplayOptions {
     DistributedThresholdBytes,
     ReplayPartitions,
     TailFastPathMaxBytes,
+    TailBroadcastMaxBytes,
     DataSkipping,
     StateCache,
     FilterCheckpoint,

@@ -57,8 +57,15 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       assert(metrics("local").logSegment.contains("checkpoint"), metrics("local").logSegment)
       assert(metrics("distributed").replayMode.contains("map-side"), metrics("distributed"))
       withConf("spark.deltareplay.replay.tailFastPathMaxBytes" -> "0") {
-        val window = assertSameAsV1(path, modes = Seq("distributed"))
-        assert(window("distributed").replayMode.contains("window"))
+        // the window over the commits after the checkpoint only, then over every action
+        val tailOnly = assertSameAsV1(path, modes = Seq("distributed")).apply("distributed")
+        assert(tailOnly.replayMode.contains("window over the commits after"), tailOnly)
+        withConf("spark.deltareplay.replay.tailBroadcastMaxBytes" -> "0") {
+          val whole = assertSameAsV1(path, modes = Seq("distributed")).apply("distributed")
+          assert(whole.replayMode === "distributed (keyed window)", whole)
+          // the tail is read twice by the tail-only window, but its actions count once
+          assert(tailOnly.actionsReplayed === whole.actionsReplayed)
+        }
       }
       assertLiveFilesMatch(path, latestVersion(path))
       (0L to latestVersion(path)).foreach(v => assertLiveFilesMatch(path, v))

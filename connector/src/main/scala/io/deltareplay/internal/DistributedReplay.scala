@@ -28,7 +28,9 @@ import org.apache.spark.sql.types.StructType
  *     tail, and the rows it touched are then dropped as in a roll-forward; or
  *   - window path: key every row by (canonical path, DV unique id) ([[FileAction.keyUdf]]),
  *     repartition by key, keep the newest row per key (version desc, add first), drop keys whose
- *     winner is a remove.
+ *     winner is a remove. With a checkpoint and a tail of at most `tailBroadcastMaxBytes`, only the
+ *     tail is windowed; the checkpoint's adds whose key the tail does not hold are kept map-side
+ *     (broadcast anti join on the tail's keys).
  * Step 4: only [[LiveFile.Schema]] travels on (stats only when asked).
  */
 private[deltareplay] class DistributedReplay(
@@ -110,11 +112,21 @@ private[deltareplay] class DistributedReplay(
 
   /** The label of the path [[index]] or [[liveFrame]] takes. */
   def modeLabel: String =
-    if (!useFastPath) "distributed (keyed window)"
+    if (!useFastPath && windowsTailOnly) {
+      "distributed (keyed window over the commits after the checkpoint, checkpoint kept map-side)"
+    } else if (!useFastPath) "distributed (keyed window)"
     else if (filtersCheckpoint) "distributed (map-side filter, checkpoint filtered by the query)"
     else "distributed (map-side filter)"
 
   private def useFastPath: Boolean = DistributedReplay.fastPath(segment, conf)
+
+  /**
+   * Whether the window path shuffles only the commits after the checkpoint (their keys broadcast to
+   * filter the checkpoint map-side) rather than every action of the log.
+   */
+  private def windowsTailOnly: Boolean =
+    segment.checkpointVersion.isDefined && segment.commits.nonEmpty &&
+      segment.commitBytes <= conf.tailBroadcastMaxBytes
 
   /** Whether the checkpoint's adds are read through [[checkpointFilter]] (fast path only). */
   def filtersCheckpoint: Boolean = useFastPath && checkpointFilter.exists(_.filters)
@@ -178,19 +190,35 @@ private[deltareplay] class DistributedReplay(
     (path, dv) => f(path, dv)
   }
 
+  /**
+   * The keyed window: the newest action per key, kept when it is an add. With a checkpoint and a
+   * tail within `tailBroadcastMaxBytes`, only the tail is shuffled: the checkpoint is reconciled
+   * (one row per key), so its adds whose key the tail never mentions are live as they are, found
+   * map-side by an anti join on the tail's keys (broadcast), and the tail's winning adds join them.
+   * A big log's checkpoint, most of its rows, then never goes through the shuffle.
+   */
   private def windowLive(): DataFrame = {
-    val all = checkpointActions()
-      .unionByName(commitActions())
-      .withColumn("_key", FileAction.keyUdf(paths)(col("path")))
-      .withColumn("_dvKey", FileAction.dvKeyUdf(col("dv")))
+    def keyed(actions: DataFrame) =
+      actions
+        .withColumn("_key", FileAction.keyUdf(paths)(col("path")))
+        .withColumn("_dvKey", FileAction.dvKeyUdf(col("dv")))
     val partitions =
       if (conf.replayPartitions > 0) conf.replayPartitions
       else spark.sessionState.conf.numShufflePartitions
     val newestFirst = Window.partitionBy("_key", "_dvKey").orderBy(desc("version"), desc("isAdd"))
-    all
-      .repartition(partitions, col("_key"), col("_dvKey"))
-      .withColumn("_rank", row_number().over(newestFirst))
-      .where(col("_rank") === 1 && col("isAdd"))
+    def newestAdds(actions: DataFrame) =
+      actions
+        .repartition(partitions, col("_key"), col("_dvKey"))
+        .withColumn("_rank", row_number().over(newestFirst))
+        .where(col("_rank") === 1 && col("isAdd"))
+        .drop("_rank")
+    if (windowsTailOnly) {
+      val tailKeys = keyed(commitActions()).select("_key", "_dvKey")
+      val untouched = keyed(checkpointActions())
+        .where(col("isAdd"))
+        .join(broadcast(tailKeys), Seq("_key", "_dvKey"), "left_anti")
+      untouched.unionByName(newestAdds(keyed(commitActions())))
+    } else newestAdds(keyed(checkpointActions().unionByName(commitActions())))
   }
 
   // ------------------------------------------------------------------ step 1
@@ -353,6 +381,11 @@ private[deltareplay] object DistributedReplay {
       case s: FileSourceScanExec => Seq(s)
       case other => other.children.flatMap(scans) ++ other.subqueries.flatMap(scans)
     }
-    scans(plan).flatMap(_.metrics.get("numOutputRows")).map(_.value).sum
+    // a log file read twice in one plan (the tail, windowed and broadcast as keys) counts once
+    scans(plan)
+      .groupBy(_.relation.location.inputFiles.toSeq.sorted)
+      .values
+      .map(_.flatMap(_.metrics.get("numOutputRows")).map(_.value).foldLeft(0L)(math.max))
+      .sum
   }
 }

@@ -76,11 +76,13 @@ trait Differential { oracle: DeltaOracle =>
   }
 
   /**
-   * Modes besides `auto`: the forced replay modes, and `filtered`: every read replayed as a Spark
-   * job with no index kept, so a read with filters on a table with a checkpoint reads only the
-   * checkpoint adds they may match ([[io.deltareplay.internal.CheckpointFilter]]).
+   * Modes besides `auto`: the forced replay modes; `filtered`: every read replayed as a Spark job
+   * with no index kept, so a read with filters on a table with a checkpoint reads only the
+   * checkpoint adds they may match ([[io.deltareplay.internal.CheckpointFilter]]); `window`: the
+   * distributed replay by the keyed window (over the commits after the checkpoint when there is
+   * one, the checkpoint kept map-side), not the driver-reconciled fast path.
    */
-  val forcedModes: Seq[String] = Seq("local", "distributed", "executors", "filtered")
+  val forcedModes: Seq[String] = Seq("local", "distributed", "executors", "filtered", "window")
 
   def run(dir: File, seed: Long, queries: Int, allModes: Boolean, streams: Boolean): RunStats = {
     spark.udf.register("dr_same", (s: String) => s)
@@ -241,6 +243,10 @@ trait Differential { oracle: DeltaOracle =>
         "spark.deltareplay.replay.stateCache.enabled" -> "false",
         "spark.deltareplay.planning.mode" -> "driver"
       )(body)
+    case "window" =>
+      withReplayMode("distributed")(
+        withConf("spark.deltareplay.replay.tailFastPathMaxBytes" -> "0")(body)
+      )
     case _ => withReplayMode(mode)(body)
   }
 

@@ -68,6 +68,7 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
         O.DistributedThresholdBytes -> "5",
         O.ReplayPartitions -> "6",
         O.TailFastPathMaxBytes -> "7",
+        O.TailBroadcastMaxBytes -> "11",
         O.DataSkipping -> "FALSE",
         O.StateCache -> "false",
         O.StateCacheMaxBytes -> "8",
@@ -85,6 +86,7 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
         7L
       ))
     )
+    assert(set.tailBroadcastMaxBytes === 11L)
     assert(!set.dataSkipping && !set.stateCache && !set.metadataAggregates)
     assert(
       (set.stateCacheBudgetBytes, set.stateMaxTailBytes, set.executorsMinFiles) === ((8L, 9L, 10L))
