@@ -204,6 +204,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         O.DistributedThresholdBytes -> "1234",
         O.ReplayPartitions -> "3",
         O.TailFastPathMaxBytes -> "0",
+        O.TailBroadcastMaxBytes -> "0",
         O.StateCache -> "false",
         O.FilterCheckpoint -> "false",
         O.IndexInBackground -> "false",
