@@ -213,11 +213,12 @@ private[deltareplay] class DistributedReplay(
         .where(col("_rank") === 1 && col("isAdd"))
         .drop("_rank")
     if (windowsTailOnly) {
-      val tailKeys = keyed(commitActions()).select("_key", "_dvKey")
+      // one plan of the tail, used twice: Spark scans its files twice (see scannedRows)
+      val tail = keyed(commitActions())
       val untouched = keyed(checkpointActions())
         .where(col("isAdd"))
-        .join(broadcast(tailKeys), Seq("_key", "_dvKey"), "left_anti")
-      untouched.unionByName(newestAdds(keyed(commitActions())))
+        .join(broadcast(tail.select("_key", "_dvKey")), Seq("_key", "_dvKey"), "left_anti")
+      untouched.unionByName(newestAdds(tail))
     } else newestAdds(keyed(checkpointActions().unionByName(commitActions())))
   }
 
