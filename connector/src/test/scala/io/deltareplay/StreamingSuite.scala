@@ -47,9 +47,15 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       val desc = q.lastProgress.sources.head.description
       assert(desc.contains("DeltaReplayMicroBatchStream") != delta, s"wrong source: $desc")
       import scala.jdk.CollectionConverters._
+      snapshotDescriptions = q.recentProgress.toSeq.flatMap { p =>
+        p.sources.flatMap(s => Option(s.metrics).flatMap(m => Option(m.get("snapshot"))))
+      }
       seen.asScala.toSeq.sortBy(_._1).map(_._2)
     } finally q.stop()
   }
+
+  /** The `snapshot` metric of each progress of the last [[run]]. */
+  private var snapshotDescriptions: Seq[String] = Nil
 
   private def sinkRows(sink: String): Seq[Seq[Any]] = sorted(spark.read.format("delta").load(sink))
 
@@ -434,6 +440,43 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
           }
         }
       }
+    }
+  }
+
+  test(
+    "first micro-batch from one pass over the checkpoint (no index), batch by batch as " +
+      "DeltaSource; a tail that removed the oldest files builds the index instead"
+  ) {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      spark
+        .range(0, 240)
+        .selectExpr("id", "cast(id % 3 as int) as g")
+        .repartition(6)
+        .write
+        .format("delta")
+        .partitionBy("g")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+      appendCommit(path, 300, 330, files = 2)
+      org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint() // at v1
+      // the tail: a DV delete (touches two of the oldest files) and an append
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id IN (5, 77)").collect()
+      appendCommit(path, 400, 420, files = 2)
+      val opts = Map("maxFilesPerTrigger" -> "5")
+      def check(found: Boolean): Unit = {
+        val theirs = batches(path, delta = true, opts)
+        withReplayMode("distributed") {
+          assert(batches(path, delta = false, opts) === theirs)
+        }
+        val onePass = snapshotDescriptions.exists(_.contains("one pass over the checkpoint"))
+        assert(onePass === found, snapshotDescriptions.mkString("\n"))
+      }
+      check(found = true)
+      // the tail now removes every file the checkpoint has: found by the index instead
+      spark.sql(s"OPTIMIZE delta.`$path`").collect()
+      appendCommit(path, 500, 530, files = 3)
+      check(found = false)
     }
   }
 

@@ -4,6 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
@@ -101,6 +102,65 @@ private[deltareplay] class DistributedReplay(
       }
     (index, modeLabel, actions, tasks)
   }
+
+  /**
+   * The first `n` live files of the segment's version in a stream's snapshot order
+   * ((modificationTime, path key), [[StreamSnapshot]]), found without building the index: each task
+   * over the checkpoint's adds keeps its `2 n` smallest rows (a bounded heap: most rows leave on
+   * their modification time alone), while the driver reconciles the tail; the rows whose key the
+   * tail touched are dropped, the tail's winning adds join, and the first `n` are taken.
+   *
+   * That is exact when every task either kept all its rows or still has `n` untouched ones after
+   * the drop (a live file left out of a task's heap then has `n` live files before it). None when
+   * that does not hold (a tail that removed most of the oldest files, such as an OPTIMIZE), when
+   * the version has no more than `n` files, or off the fast path: the caller builds the index
+   * instead. Returns (entry rows in order, actions replayed).
+   */
+  def firstFiles(entry: FileEntry, n: Int): Option[(Array[InternalRow], Long)] =
+    if (!useFastPath || n <= 0) None
+    else {
+      val p = paths
+      val capacity = 2 * n
+      val (found, _) = DistributedReplay.inJobGroup(
+        spark,
+        s"delta-replay: first $n files of ${segment.table} v${segment.version}"
+      ) {
+        val qe = entryFrame(entry, checkpointAdds())
+        val pending = qe.toRdd
+          .mapPartitions(rows =>
+            Iterator(StreamSnapshot.smallestOf(rows, entry, p, None, capacity))
+          )
+          .collectAsync()
+        try {
+          val tail = reconciledTail()
+          val perTask =
+            DistributedReplay.logErrors(segment)(
+              scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
+            )
+          val untouched = perTask.map { case (rows, left) =>
+            val kept = rows.filterNot { case (_, _, r) =>
+              val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+              !tail.winners.isEmpty &&
+              tail.winners.containsKey((p.key(r.getUTF8String(entry.Ord.Path).toString), dv))
+            }
+            (kept, !left || kept.length >= n)
+          }
+          val toEntry = entry.projector()
+          val tailRows = tail.liveFiles().map { f =>
+            val r = toEntry(f)
+            (r.getLong(entry.Ord.ModificationTime), StreamSnapshot.pathKey(p, entry.Ord.Path, r), r)
+          }
+          val candidates = StreamSnapshot.inOrder(untouched.flatMap(_._1).toArray ++ tailRows)
+          val exact = untouched.forall(_._2) && candidates.length > n
+          (if (exact) Some(candidates.take(n).map(_._3)) else None, tail.count)
+        } catch {
+          case e: Throwable =>
+            pending.cancel()
+            throw e
+        }
+      }
+      found._1.map(rows => (rows, found._2))
+    }
 
   /** The plan of `live`'s rows as index entries. */
   private def entryFrame(entry: FileEntry, live: DataFrame) = {

@@ -22,7 +22,10 @@ private[deltareplay] class StreamPlanner(
   val dataSchema: StructType = StructType(start.schema.filterNot(f => partitionColumns(f.name)))
   val partitionSchema: StructType = StructType(start.schema.filter(f => partitionColumns(f.name)))
 
-  @volatile private var snapshot: Option[(Long, StreamSnapshot, Option[TableIndex])] = None
+  @volatile private var snapshot: Option[(Long, StreamSnapshot)] = None
+
+  /** The files the batch being admitted may take at most (0: no file limit). */
+  @volatile private var firstFilesWanted = 0L
   private lazy val entry = FileEntry(meta, spark.sessionState.conf.sessionLocalTimeZone)
   private lazy val keep = ScanPlanner.keeper(entry, partitionSchema)
   private lazy val toEntry = entry.projector()
@@ -49,15 +52,23 @@ private[deltareplay] class StreamPlanner(
     var files = 0L
     var bytes = 0L
     val taken = Vector.newBuilder[KeptFile]
+    // a batch that ends inside the snapshot's first files does not wait for its index
+    firstFilesWanted = if (maxFiles == Long.MaxValue) 0 else maxFiles
     val it = items(from, bound)
     var stop = false
-    while (!stop && it.hasNext)
+    // with a limit reached, a next item that is a file ends the batch: asked before pulling it
+    def full = files >= maxFiles || bytes >= maxBytes
+    def nextIsSnapshotFile =
+      end.initialSnapshot && snapshot.exists { case (v, s) =>
+        v == end.version && s.hasFile(end.index + 1)
+      }
+    while (!stop && !(full && nextIsSnapshotFile) && it.hasNext)
       it.next() match {
         case VersionEnd(o) => end = o
         case FileItem(o, f) =>
           // As DeltaSource: a file is admitted while there is capacity before taking it, so the
           // file that crosses the byte limit is admitted, and at least one file always is.
-          if (files >= maxFiles || bytes >= maxBytes) stop = true
+          if (full) stop = true
           else {
             files += 1
             bytes += f.size
@@ -92,12 +103,13 @@ private[deltareplay] class StreamPlanner(
     val snapshotItems =
       if (!from.initialSnapshot) Iterator.empty
       else {
-        val index = snapshotAt(from.version)
-        val batch = index.readChunk
+        val index = snapshotAt(from.version, fromStart = from.index == StreamOffset.Base)
+        // ranges read as they are reached: a batch within the first files builds no index
         Iterator
-          .iterate(from.index)(_ + batch)
-          .takeWhile(_ < index.size - 1)
-          .flatMap(lo => index.range(lo, lo + batch))
+          .iterate((from.index, index.readChunk)) { case (lo, n) => (lo + n, index.readChunk) }
+          .map { case (lo, n) => index.range(lo, lo + n) }
+          .takeWhile(_.nonEmpty)
+          .flatten
           .map { case (i, f) => FileItem(StreamOffset(tableId, from.version, i, true), f): Item } ++
           Iterator.single(
             VersionEnd(StreamOffset(tableId, from.version + 1, StreamOffset.Base, false))
@@ -149,47 +161,73 @@ private[deltareplay] class StreamPlanner(
   /**
    * The initial snapshot at `version`, read off the snapshot index of that version: the session's
    * cached one when it serves, else one built for the stream (kept persisted on the executors while
-   * the stream reads its snapshot, released after).
+   * the stream reads its snapshot, released after). A stream that starts at the beginning of the
+   * snapshot with a file limit of at most `streaming.snapshotSliceFiles`, on a log replayed as a
+   * Spark job on the fast path into an index on the driver, first finds only the files its first
+   * batch takes ([[DistributedReplay.firstFiles]]); the index is built when a read goes beyond
+   * them.
    */
-  private def snapshotAt(version: Long): StreamSnapshot = synchronized {
+  private def snapshotAt(version: Long, fromStart: Boolean): StreamSnapshot = synchronized {
     snapshot match {
-      case Some((v, s, _)) if v == version => s
+      case Some((v, s)) if v == version => s
       case _ =>
         releaseSnapshot()
         val at =
           if (version == start.version) start
           else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None)
         val policy = ReadPolicy(spark, at, conf)
-        val replayed = policy.index(needStats = false, keepPersisted = Some(storageLevel))
-        val index = replayed.index
-        val owned =
-          if (IndexCache.holds(spark, at.segment.paths.root, index)) None else Some(index)
+        val build = () => {
+          val replayed = policy.index(needStats = false, keepPersisted = Some(storageLevel))
+          val index = replayed.index
+          StreamSnapshot.Built(
+            index,
+            s"${replayed.mode} in ${replayed.millis} ms",
+            owned = !IndexCache.holds(spark, at.segment.paths.root, index)
+          )
+        }
+        val wanted = firstFilesWanted
+        val first =
+          if (
+            !fromStart || wanted <= 0 || wanted > conf.snapshotSliceFiles ||
+            !policy.replaysDistributed ||
+            !DistributedReplay.fastPath(at.segment, conf) ||
+            policy.cachedState(needStats = false).isDefined || policy.home != Home.Driver
+          ) None
+          else {
+            val started = System.nanoTime()
+            val replay = new DistributedReplay(spark, at.segment, conf, false, Some(policy.entry))
+            replay.firstFiles(policy.entry, wanted.toInt).map { case (rows, actions) =>
+              val ms = (System.nanoTime() - started) / 1000000
+              StreamSnapshot.First(
+                rows,
+                policy.entry,
+                f"in one pass over the checkpoint ($actions%,d commit actions) in $ms ms"
+              )
+            }
+          }
         val s = new StreamSnapshot(
           spark,
-          index,
+          build,
+          first,
           at.segment.paths,
           partitionSchema,
           storageLevel,
-          conf.snapshotSliceFiles,
-          s"${replayed.mode} in ${replayed.millis} ms"
+          conf.snapshotSliceFiles
         )
-        snapshot = Some((version, s, owned))
+        snapshot = Some((version, s))
         s
     }
   }
 
   /** Files and bytes of the snapshot still to read after `consumed`. */
   def snapshotBacklog(consumed: StreamOffset): Option[(Long, Long)] = snapshot.collect {
-    case (v, s, _) if v == consumed.version => s.remaining(consumed.index)
+    case (v, s) if v == consumed.version => s.remaining(consumed.index)
   }
 
   def snapshotDescription: String = snapshot.map(_._2.description).getOrElse("none")
 
   def releaseSnapshot(): Unit = synchronized {
-    snapshot.foreach { case (_, s, owned) =>
-      s.release()
-      owned.foreach(_.release())
-    }
+    snapshot.foreach { case (_, s) => s.release() }
     snapshot = None
   }
 }

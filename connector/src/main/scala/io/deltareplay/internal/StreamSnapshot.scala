@@ -25,46 +25,73 @@ import org.apache.spark.unsafe.types.UTF8String
  *     one slice. A jump to another place (a restart in the middle of the snapshot) numbers the
  *     files once with a distributed range sort, as DeltaSource does.
  *
+ * Before either, a stream's first micro-batch may need only the first files
+ * ([[StreamSnapshot.First]], found by [[DistributedReplay.firstFiles]] in one pass with no index):
+ * they are read from that list, and the index is built when a read goes beyond them.
+ *
  * `path` orders as the replay key's path ([[TablePaths.key]]), as delta-spark's snapshot has it.
  */
 private[deltareplay] final class StreamSnapshot(
     spark: SparkSession,
-    index: TableIndex,
+    build: () => StreamSnapshot.Built,
+    first: Option[StreamSnapshot.First],
     paths: TablePaths,
     readPartitionSchema: StructType,
     storageLevel: StorageLevel,
-    sliceFiles: Int,
-    replayed: String = ""
+    sliceFiles: Int
 ) {
-  private val entry = index.entry
+  @volatile private var made: StreamSnapshot.Built = null
 
-  /** Files of the snapshot. */
-  val size: Long = index match {
-    case d: DriverIndex => d.size
-    case e: ExecutorIndex if e.persisted => e.size
-    case e: ExecutorIndex => e.frame.count()
+  /** The index, built at the first read that goes beyond the [[first]] files. */
+  private def built: StreamSnapshot.Built = {
+    if (made == null) made = build()
+    made
+  }
+  private def index: TableIndex = built.index
+  private def entry = index.entry
+
+  /** Files of the snapshot (builds the index). */
+  def size: Long = built.size
+
+  private lazy val keep = ScanPlanner.keeper(entry, readPartitionSchema)
+  private lazy val firstKept: Array[KeptFile] = first.fold(Array.empty[KeptFile]) { f =>
+    val k = ScanPlanner.keeper(f.entry, readPartitionSchema)
+    f.rows.map(k)
   }
 
-  private val keep = ScanPlanner.keeper(entry, readPartitionSchema)
+  /** Whether the files numbered up to `to` are all among the [[first]] ones (index not built). */
+  private def fromFirst(to: Long): Boolean = made == null && to < firstKept.length
+
+  /**
+   * Whether the snapshot has a file numbered `i`, answered without building the index when the
+   * [[first]] files tell (they are found only for a snapshot with more files than them).
+   */
+  def hasFile(i: Long): Boolean =
+    if (made == null && first.isDefined) i <= firstKept.length else i < size
 
   /** How many files a reader asks [[range]] for at a time: never more than a slice. */
-  val readChunk: Long = index match {
-    case _: DriverIndex => 10000L
-    case _ => math.max(1L, math.min(10000L, sliceFiles.toLong))
+  def readChunk: Long = index0 match {
+    case None => firstKept.length.toLong
+    case Some(_: DriverIndex) => 10000L
+    case Some(_) => math.max(1L, math.min(10000L, sliceFiles.toLong))
   }
+
+  /** The index when built, or when there are no [[first]] files to read before it. */
+  private def index0: Option[TableIndex] =
+    if (made == null && first.isDefined) None else Some(index)
 
   // ---------------------------------------------------------------- index on the driver
 
   /** The driver index's files in snapshot order (sorted as far as reads have asked). */
-  private var built: StreamSnapshot.DriverOrder = null
+  private var orderBuilt: StreamSnapshot.DriverOrder = null
   private def order: StreamSnapshot.DriverOrder = {
-    if (built == null) {
-      built = StreamSnapshot.DriverOrder(
+    if (orderBuilt == null) {
+      orderBuilt = StreamSnapshot.DriverOrder(
         index.asInstanceOf[DriverIndex],
         StreamSnapshot.pathKey(paths, entry.Ord.Path, _)
       )
     }
-    built
+    orderBuilt
   }
 
   // ---------------------------------------------------------------- index on the executors
@@ -108,6 +135,7 @@ private[deltareplay] final class StreamSnapshot(
   /** Files numbered in (fromExclusive, toInclusive], in order. */
   def range(fromExclusive: Long, toInclusive: Long): Seq[(Long, KeptFile)] = synchronized {
     val from = math.max(0L, fromExclusive + 1)
+    if (fromFirst(toInclusive)) return (from to toInclusive).map(i => i -> firstKept(i.toInt))
     val to = math.min(size - 1, toInclusive)
     if (from > to) return Nil
     index match {
@@ -171,21 +199,46 @@ private[deltareplay] final class StreamSnapshot(
     t
   }
 
-  def release(): Unit = synchronized(numbered.foreach(_.release()))
+  def release(): Unit = synchronized {
+    numbered.foreach(_.release())
+    Option(made).foreach(_.release())
+  }
 
   def description: String = synchronized(describeNow)
 
-  private def describeNow: String = index match {
-    case _: DriverIndex =>
-      val ordered = Option(built).fold("")(o => s"; ${o.describe}")
-      s"$size files, ordered on the driver (${index.describe}; index $replayed$ordered)"
-    case _ =>
-      s"$size files, read in slices of $sliceFiles (${index.describe})" +
-        numbered.fold("")(_ => ", numbered by a range sort after a jump")
+  private def describeNow: String = {
+    val firstPass = first.fold("")(f => s"; first ${f.rows.length} files found ${f.how}")
+    if (made == null) s"first ${firstKept.length} files known, index not built yet$firstPass"
+    else
+      index match {
+        case _: DriverIndex =>
+          val ordered = Option(orderBuilt).fold("")(o => s"; ${o.describe}")
+          s"$size files, ordered on the driver (${index.describe}; index ${made.replayed}" +
+            s"$ordered$firstPass)"
+        case _ =>
+          s"$size files, read in slices of $sliceFiles (${index.describe}$firstPass)" +
+            numbered.fold("")(_ => ", numbered by a range sort after a jump")
+      }
   }
 }
 
 private[deltareplay] object StreamSnapshot {
+
+  /**
+   * The snapshot's index (`owned` when no cache holds it: released with the snapshot) and how it
+   * was replayed.
+   */
+  final case class Built(index: TableIndex, replayed: String, owned: Boolean) {
+    val size: Long = index match {
+      case d: DriverIndex => d.size
+      case e: ExecutorIndex if e.persisted => e.size
+      case e: ExecutorIndex => e.frame.count()
+    }
+    def release(): Unit = if (owned) index.release()
+  }
+
+  /** The first files of a snapshot (entry rows of `entry`, in order), found `how`. */
+  final case class First(rows: Array[InternalRow], entry: FileEntry, how: String)
 
   /**
    * A driver index's live files in (modificationTime, path) order, built for the first micro-batch
@@ -364,33 +417,63 @@ private[deltareplay] object StreamSnapshot {
     val bound = after.map { case (t, p) => (t, p.toString) }
     val perTask = e.frame.queryExecution.toRdd.mapPartitions { rows =>
       val low = bound.map { case (t, p) => (t, UTF8String.fromString(p)) }
-      // a max-heap on the key: its head is the largest of the smallest seen so far
-      val heap = new java.util.PriorityQueue[(Long, UTF8String, InternalRow)](
-        n + 1,
-        (a: (Long, UTF8String, InternalRow), b: (Long, UTF8String, InternalRow)) =>
-          -KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
-      )
-      rows.foreach { r =>
+      Iterator(smallestOf(rows, entry, paths, low, n)._1)
+    }
+    inOrder(perTask.collect().flatten).take(n)
+  }
+
+  /**
+   * The `n` smallest rows in snapshot order above `low` among `rows` (entry rows), found in one
+   * pass with a bounded heap, and whether any row above `low` was left out. Runs in a task: the
+   * path key is computed, and the row copied, only for a row that enters the heap.
+   */
+  def smallestOf(
+      rows: Iterator[InternalRow],
+      entry: FileEntry,
+      paths: TablePaths,
+      low: Option[(Long, UTF8String)],
+      n: Int
+  ): (Array[(Long, UTF8String, InternalRow)], Boolean) = {
+    // a max-heap on the key: its head is the largest of the smallest seen so far
+    val heap = new java.util.PriorityQueue[(Long, UTF8String, InternalRow)](
+      n + 1,
+      (a: (Long, UTF8String, InternalRow), b: (Long, UTF8String, InternalRow)) =>
+        -KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
+    )
+    var left = false
+    rows.foreach { r =>
+      val time = r.getLong(entry.Ord.ModificationTime)
+      val top = heap.peek()
+      // most rows of a big table leave on their time alone, before their path is looked at
+      if (heap.size >= n && time > top._1) left = true
+      else {
         val raw = r.getUTF8String(entry.Ord.Path)
         // the key may point into the row's buffer: copied only when the file is kept
-        val key = (r.getLong(entry.Ord.ModificationTime), paths.key(raw))
+        val key = (time, paths.key(raw))
         if (low.forall(l => before(l, key))) {
-          val top = heap.peek()
           if (heap.size < n || before(key, (top._1, top._2))) {
-            heap.add((key._1, if (key._2 eq raw) raw.clone() else key._2, r.copy()))
-            if (heap.size > n) heap.poll()
-          }
+            heap.add((time, if (key._2 eq raw) raw.clone() else key._2, r.copy()))
+            if (heap.size > n) {
+              heap.poll()
+              left = true
+            }
+          } else left = true
         }
       }
-      Iterator(heap.toArray(new Array[(Long, UTF8String, InternalRow)](0)))
     }
-    val merged = perTask.collect().flatten
+    (heap.toArray(new Array[(Long, UTF8String, InternalRow)](0)), left)
+  }
+
+  /** Keyed rows sorted in snapshot order (in place). */
+  def inOrder(
+      rows: Array[(Long, UTF8String, InternalRow)]
+  ): Array[(Long, UTF8String, InternalRow)] = {
     java.util.Arrays.sort(
-      merged,
+      rows,
       (a: (Long, UTF8String, InternalRow), b: (Long, UTF8String, InternalRow)) =>
         KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
     )
-    merged.take(n)
+    rows
   }
 
   /**
