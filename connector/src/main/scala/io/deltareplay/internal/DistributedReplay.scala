@@ -125,11 +125,22 @@ private[deltareplay] class DistributedReplay(
         spark,
         s"delta-replay: first $n files of ${segment.table} v${segment.version}"
       ) {
-        val qe = entryFrame(entry, checkpointAdds())
+        // the heap runs over the adds as read; only the rows it keeps become entries
+        val qe = checkpointAdds().select(LiveFile.columnsOfActions: _*).queryExecution
         val pending = qe.toRdd
-          .mapPartitions(rows =>
-            Iterator(StreamSnapshot.smallestOf(rows, entry, p, None, capacity))
-          )
+          .mapPartitions { rows =>
+            val (kept, left) = StreamSnapshot.smallestOf(
+              rows,
+              LiveFile.Ord.Path,
+              LiveFile.Ord.ModificationTime,
+              p,
+              None,
+              capacity
+            )
+            val toEntry = org.apache.spark.sql.catalyst.expressions.UnsafeProjection
+              .create(entry.fromLiveFile)
+            Iterator((kept.map { case (t, k, r) => (t, k, toEntry(r).copy(): InternalRow) }, left))
+          }
           .collectAsync()
         try {
           val tail = reconciledTail()

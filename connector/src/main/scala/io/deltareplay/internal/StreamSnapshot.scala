@@ -172,8 +172,10 @@ private[deltareplay] final class StreamSnapshot(
     n.range(fromExclusive, to).map { case (i, row) => i -> keep(row) }
   }
 
-  /** Files and bytes numbered above `after`. */
+  /** Files and bytes numbered above `after` (-1: not known yet). */
   def remaining(after: Long): (Long, Long) = synchronized {
+    // not known before the index is built: a progress report does not build it
+    if (made == null && first.isDefined) return (-1L, -1L)
     val files = math.max(0L, size - (after + 1))
     val bytes = index match {
       case _: DriverIndex => order.bytesAfter(after)
@@ -417,19 +419,21 @@ private[deltareplay] object StreamSnapshot {
     val bound = after.map { case (t, p) => (t, p.toString) }
     val perTask = e.frame.queryExecution.toRdd.mapPartitions { rows =>
       val low = bound.map { case (t, p) => (t, UTF8String.fromString(p)) }
-      Iterator(smallestOf(rows, entry, paths, low, n)._1)
+      Iterator(smallestOf(rows, entry.Ord.Path, entry.Ord.ModificationTime, paths, low, n)._1)
     }
     inOrder(perTask.collect().flatten).take(n)
   }
 
   /**
-   * The `n` smallest rows in snapshot order above `low` among `rows` (entry rows), found in one
-   * pass with a bounded heap, and whether any row above `low` was left out. Runs in a task: the
-   * path key is computed, and the row copied, only for a row that enters the heap.
+   * The `n` smallest rows in snapshot order above `low` among `rows` (with a path and a nullable
+   * modification time at the ordinals given; null orders as 0, as in an entry), found in one pass
+   * with a bounded heap, and whether any row above `low` was left out. Runs in a task: the path key
+   * is computed, and the row copied, only for a row that enters the heap.
    */
   def smallestOf(
       rows: Iterator[InternalRow],
-      entry: FileEntry,
+      pathOrdinal: Int,
+      timeOrdinal: Int,
       paths: TablePaths,
       low: Option[(Long, UTF8String)],
       n: Int
@@ -442,12 +446,12 @@ private[deltareplay] object StreamSnapshot {
     )
     var left = false
     rows.foreach { r =>
-      val time = r.getLong(entry.Ord.ModificationTime)
+      val time = if (r.isNullAt(timeOrdinal)) 0L else r.getLong(timeOrdinal)
       val top = heap.peek()
       // most rows of a big table leave on their time alone, before their path is looked at
       if (heap.size >= n && time > top._1) left = true
       else {
-        val raw = r.getUTF8String(entry.Ord.Path)
+        val raw = r.getUTF8String(pathOrdinal)
         // the key may point into the row's buffer: copied only when the file is kept
         val key = (time, paths.key(raw))
         if (low.forall(l => before(l, key))) {
