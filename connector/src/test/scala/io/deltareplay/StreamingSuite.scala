@@ -464,13 +464,28 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       spark.sql(s"DELETE FROM delta.`$path` WHERE id IN (5, 77)").collect()
       appendCommit(path, 400, 420, files = 2)
       val opts = Map("maxFilesPerTrigger" -> "5")
+      // the commits after the checkpoint reconciled on the driver (index there), or windowed
+      // (index on the executors: its slices go on from the first files)
+      val ways = Seq(
+        "distributed" -> Seq.empty[(String, String)],
+        "executors" -> Seq(
+          "spark.deltareplay.replay.tailFastPathMaxBytes" -> "0",
+          "spark.deltareplay.streaming.snapshotSliceFiles" -> "6"
+        )
+      )
       def check(found: Boolean): Unit = {
         val theirs = batches(path, delta = true, opts)
-        withReplayMode("distributed") {
-          assert(batches(path, delta = false, opts) === theirs)
+        ways.foreach { case (mode, settings) =>
+          withConf(settings: _*) {
+            withReplayMode(mode) {
+              assert(batches(path, delta = false, opts) === theirs, mode)
+            }
+            val onePass = snapshotDescriptions.exists(_.contains("one pass over the checkpoint"))
+            assert(onePass === found, snapshotDescriptions.mkString("\n"))
+            // the second batch goes on from the first files, with no numbering of every file
+            assert(!snapshotDescriptions.exists(_.contains("numbered by a range sort")))
+          }
         }
-        val onePass = snapshotDescriptions.exists(_.contains("one pass over the checkpoint"))
-        assert(onePass === found, snapshotDescriptions.mkString("\n"))
       }
       check(found = true)
       // the tail now removes every file the checkpoint has: found by the index instead

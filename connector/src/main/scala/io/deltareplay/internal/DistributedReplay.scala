@@ -13,6 +13,7 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The replay rules of [[Replay]] as a Spark job on the executors.
@@ -107,71 +108,150 @@ private[deltareplay] class DistributedReplay(
    * The first `n` live files of the segment's version in a stream's snapshot order
    * ((modificationTime, path key), [[StreamSnapshot]]), found without building the index: each task
    * over the checkpoint's adds keeps its `2 n` smallest rows (a bounded heap: most rows leave on
-   * their modification time alone), while the driver reconciles the tail; the rows whose key the
-   * tail touched are dropped, the tail's winning adds join, and the first `n` are taken.
+   * their modification time alone); the rows whose key the commits after the checkpoint touched are
+   * dropped, the smallest of those commits' winning adds join, and the first `n` are taken. The
+   * commits are reconciled on the driver while the checkpoint's job runs (fast path), or by a keyed
+   * window over them alone, which also reports which of the kept rows' keys they hold.
    *
    * That is exact when every task either kept all its rows or still has `n` untouched ones after
    * the drop (a live file left out of a task's heap then has `n` live files before it). None when
-   * that does not hold (a tail that removed most of the oldest files, such as an OPTIMIZE), when
-   * the version has no more than `n` files, or off the fast path: the caller builds the index
-   * instead. Returns (entry rows in order, actions replayed).
+   * that does not hold (commits that removed most of the oldest files, such as an OPTIMIZE), when
+   * the version has no more than `n` files, or without a checkpoint: the caller builds the index
+   * instead. Returns (the files' keys and entry rows in order, how they were found).
    */
-  def firstFiles(entry: FileEntry, n: Int): Option[(Array[InternalRow], Long)] =
-    if (!useFastPath || n <= 0) None
+  def firstFiles(
+      entry: FileEntry,
+      n: Int
+  ): Option[(Array[(Long, UTF8String, InternalRow)], String)] =
+    if (n <= 0 || segment.checkpointVersion.isEmpty || !(useFastPath || windowsTailOnly)) None
     else {
       val p = paths
-      val capacity = 2 * n
       val (found, _) = DistributedReplay.inJobGroup(
         spark,
         s"delta-replay: first $n files of ${segment.table} v${segment.version}"
       ) {
-        // the heap runs over the adds as read; only the rows it keeps become entries
-        val qe = checkpointAdds().select(LiveFile.columnsOfActions: _*).queryExecution
-        val pending = qe.toRdd
-          .mapPartitions { rows =>
-            val (kept, left) = StreamSnapshot.smallestOf(
-              rows,
-              LiveFile.Ord.Path,
-              LiveFile.Ord.ModificationTime,
-              p,
-              None,
-              capacity
-            )
-            val toEntry = org.apache.spark.sql.catalyst.expressions.UnsafeProjection
-              .create(entry.fromLiveFile)
-            Iterator((kept.map { case (t, k, r) => (t, k, toEntry(r).copy(): InternalRow) }, left))
-          }
-          .collectAsync()
+        val pending = checkpointHeaps(entry, 2 * n)
         try {
-          val tail = reconciledTail()
-          val perTask =
-            DistributedReplay.logErrors(segment)(
-              scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
-            )
-          val untouched = perTask.map { case (rows, left) =>
-            val kept = rows.filterNot { case (_, _, r) =>
-              val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
-              !tail.winners.isEmpty &&
-              tail.winners.containsKey((p.key(r.getUTF8String(entry.Ord.Path).toString), dv))
+          val (touched, tailFiles, how): (
+              ((String, String)) => Boolean,
+              Array[(Long, UTF8String, InternalRow)],
+              String
+          ) =
+            if (useFastPath) {
+              val tail = reconciledTail()
+              val toEntry = entry.projector()
+              val files = tail
+                .liveFiles()
+                .map { f =>
+                  val r = toEntry(f)
+                  (
+                    r.getLong(entry.Ord.ModificationTime),
+                    StreamSnapshot.pathKey(p, entry.Ord.Path, r),
+                    r
+                  )
+                }
+                .toArray
+              val touched =
+                (k: (String, String)) => !tail.winners.isEmpty && tail.winners.containsKey(k)
+              (touched, files, f"reconciled on the driver (${tail.count}%,d commit actions)")
+            } else {
+              val heaps = awaitJob(pending)
+              val keys = new java.util.HashSet[(String, String)]()
+              heaps.foreach(_._1.foreach { case (_, _, r) => keys.add(keyOf(entry, r)) })
+              val (held, files) = tailFirstFiles(entry, n, keys)
+              (held.contains(_), files, "by a keyed window")
             }
+          val perTask = awaitJob(pending).toArray
+          val untouched = perTask.map { case (rows, left) =>
+            val kept = rows.filterNot { case (_, _, r) => touched(keyOf(entry, r)) }
             (kept, !left || kept.length >= n)
           }
-          val toEntry = entry.projector()
-          val tailRows = tail.liveFiles().map { f =>
-            val r = toEntry(f)
-            (r.getLong(entry.Ord.ModificationTime), StreamSnapshot.pathKey(p, entry.Ord.Path, r), r)
-          }
-          val candidates = StreamSnapshot.inOrder(untouched.flatMap(_._1).toArray ++ tailRows)
+          val candidates = StreamSnapshot.inOrder(untouched.flatMap(_._1) ++ tailFiles)
           val exact = untouched.forall(_._2) && candidates.length > n
-          (if (exact) Some(candidates.take(n).map(_._3)) else None, tail.count)
+          val note = s"in one pass over the checkpoint, the commits after it $how"
+          if (exact) Some((candidates.take(n), note)) else None
         } catch {
           case e: Throwable =>
             pending.cancel()
             throw e
         }
       }
-      found._1.map(rows => (rows, found._2))
+      found
     }
+
+  private def awaitJob[T](job: org.apache.spark.FutureAction[T]): T =
+    DistributedReplay.logErrors(segment)(
+      scala.concurrent.Await.result(job, scala.concurrent.duration.Duration.Inf)
+    )
+
+  /** The replay key of an entry row. */
+  private def keyOf(entry: FileEntry, r: InternalRow): (String, String) =
+    (
+      paths.key(r.getUTF8String(entry.Ord.Path).toString),
+      DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+    )
+
+  /**
+   * A job over the checkpoint's adds: per task, its `capacity` smallest rows in snapshot order (as
+   * entries) and whether it had more. The heap runs over the adds as read; only the rows it keeps
+   * become entries.
+   */
+  private def checkpointHeaps(entry: FileEntry, capacity: Int) = {
+    val p = paths
+    checkpointAdds()
+      .select(LiveFile.columnsOfActions: _*)
+      .queryExecution
+      .toRdd
+      .mapPartitions { rows =>
+        val (kept, left) = StreamSnapshot.smallestOf(
+          rows,
+          LiveFile.Ord.Path,
+          LiveFile.Ord.ModificationTime,
+          p,
+          None,
+          capacity
+        )
+        Iterator((DistributedReplay.asEntries(entry, kept), left))
+      }
+      .collectAsync()
+  }
+
+  /**
+   * The keyed window over the commits after the checkpoint alone: which of `keys` they hold, and
+   * the `n` smallest of their winning adds in snapshot order (as entries).
+   */
+  private def tailFirstFiles(
+      entry: FileEntry,
+      n: Int,
+      keys: java.util.HashSet[(String, String)]
+  ): (Set[(String, String)], Array[(Long, UTF8String, InternalRow)]) = {
+    val wanted = spark.sparkContext.broadcast(keys)
+    val p = paths
+    val winners = newestPerKey(keyedActions(commitActions()))
+      .select(LiveFile.columnsOfActions ++ Seq(col("_key"), col("_dvKey"), col("isAdd")): _*)
+    val at = LiveFile.Schema.length // _key, _dvKey, isAdd follow the live-file columns
+    val perTask = winners.queryExecution.toRdd
+      .mapPartitions { rows =>
+        val held = scala.collection.mutable.ArrayBuffer.empty[(String, String)]
+        val adds = rows.filter { r =>
+          val k = (r.getUTF8String(at).toString, r.getUTF8String(at + 1).toString)
+          if (wanted.value.contains(k)) held += k
+          r.getBoolean(at + 2)
+        }
+        val (kept, _) =
+          StreamSnapshot.smallestOf(
+            adds,
+            LiveFile.Ord.Path,
+            LiveFile.Ord.ModificationTime,
+            p,
+            None,
+            n
+          )
+        Iterator((held.toArray, DistributedReplay.asEntries(entry, kept)))
+      }
+    val results = DistributedReplay.logErrors(segment)(perTask.collect())
+    (results.iterator.flatMap(_._1).toSet, results.flatMap(_._2))
+  }
 
   /** The plan of `live`'s rows as index entries. */
   private def entryFrame(entry: FileEntry, live: DataFrame) = {
@@ -269,20 +349,8 @@ private[deltareplay] class DistributedReplay(
    * A big log's checkpoint, most of its rows, then never goes through the shuffle.
    */
   private def windowLive(): DataFrame = {
-    def keyed(actions: DataFrame) =
-      actions
-        .withColumn("_key", FileAction.keyUdf(paths)(col("path")))
-        .withColumn("_dvKey", FileAction.dvKeyUdf(col("dv")))
-    val partitions =
-      if (conf.replayPartitions > 0) conf.replayPartitions
-      else spark.sessionState.conf.numShufflePartitions
-    val newestFirst = Window.partitionBy("_key", "_dvKey").orderBy(desc("version"), desc("isAdd"))
-    def newestAdds(actions: DataFrame) =
-      actions
-        .repartition(partitions, col("_key"), col("_dvKey"))
-        .withColumn("_rank", row_number().over(newestFirst))
-        .where(col("_rank") === 1 && col("isAdd"))
-        .drop("_rank")
+    def keyed(actions: DataFrame) = keyedActions(actions)
+    def newestAdds(actions: DataFrame) = newestPerKey(actions).where(col("isAdd"))
     if (windowsTailOnly) {
       // one plan of the tail, used twice: Spark scans its files twice (see scannedRows)
       val tail = keyed(commitActions())
@@ -291,6 +359,25 @@ private[deltareplay] class DistributedReplay(
         .join(broadcast(tail.select("_key", "_dvKey")), Seq("_key", "_dvKey"), "left_anti")
       untouched.unionByName(newestAdds(tail))
     } else newestAdds(keyed(checkpointActions().unionByName(commitActions())))
+  }
+
+  /** Actions with their replay key as columns `_key` (canonical path) and `_dvKey`. */
+  private def keyedActions(actions: DataFrame): DataFrame =
+    actions
+      .withColumn("_key", FileAction.keyUdf(paths)(col("path")))
+      .withColumn("_dvKey", FileAction.dvKeyUdf(col("dv")))
+
+  /** The newest of keyed actions per key (version desc, add first): adds and removes. */
+  private def newestPerKey(keyed: DataFrame): DataFrame = {
+    val partitions =
+      if (conf.replayPartitions > 0) conf.replayPartitions
+      else spark.sessionState.conf.numShufflePartitions
+    val newestFirst = Window.partitionBy("_key", "_dvKey").orderBy(desc("version"), desc("isAdd"))
+    keyed
+      .repartition(partitions, col("_key"), col("_dvKey"))
+      .withColumn("_rank", row_number().over(newestFirst))
+      .where(col("_rank") === 1)
+      .drop("_rank")
   }
 
   // ------------------------------------------------------------------ step 1
@@ -393,6 +480,16 @@ private[deltareplay] class DistributedReplay(
 }
 
 private[deltareplay] object DistributedReplay {
+
+  /** Keyed live-file rows ([[LiveFile.Schema]] first) as keyed entry rows; runs in a task. */
+  private def asEntries(
+      entry: FileEntry,
+      rows: Array[(Long, UTF8String, InternalRow)]
+  ): Array[(Long, UTF8String, InternalRow)] = {
+    val toEntry =
+      org.apache.spark.sql.catalyst.expressions.UnsafeProjection.create(entry.fromLiveFile)
+    rows.map { case (t, k, r) => (t, k, toEntry(r).copy(): InternalRow) }
+  }
 
   /**
    * Whether a replay of `segment` takes the fast path: a checkpoint and a tail of at most

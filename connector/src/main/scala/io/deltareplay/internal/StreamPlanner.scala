@@ -189,20 +189,14 @@ private[deltareplay] class StreamPlanner(
         val first =
           if (
             !fromStart || wanted <= 0 || wanted > conf.snapshotSliceFiles ||
-            !policy.replaysDistributed ||
-            !DistributedReplay.fastPath(at.segment, conf) ||
-            policy.cachedState(needStats = false).isDefined || policy.home != Home.Driver
+            !policy.replaysDistributed || policy.cachedState(needStats = false).isDefined
           ) None
           else {
             val started = System.nanoTime()
             val replay = new DistributedReplay(spark, at.segment, conf, false, Some(policy.entry))
-            replay.firstFiles(policy.entry, wanted.toInt).map { case (rows, actions) =>
+            replay.firstFiles(policy.entry, wanted.toInt).map { case (rows, how) =>
               val ms = (System.nanoTime() - started) / 1000000
-              StreamSnapshot.First(
-                rows,
-                policy.entry,
-                f"in one pass over the checkpoint ($actions%,d commit actions) in $ms ms"
-              )
+              StreamSnapshot.First(rows, policy.entry, s"$how, in $ms ms")
             }
           }
         val s = new StreamSnapshot(

@@ -44,7 +44,14 @@ private[deltareplay] final class StreamSnapshot(
 
   /** The index, built at the first read that goes beyond the [[first]] files. */
   private def built: StreamSnapshot.Built = {
-    if (made == null) made = build()
+    if (made == null) {
+      made = build()
+      // on the executors, slices go on from the first files (numbered as they are)
+      if (!made.index.isInstanceOf[DriverIndex] && firstKept.nonEmpty) {
+        val f = first.get.rows
+        slices = List(Slice(0L, f.indices.map(i => (f(i)._1, f(i)._2, firstKept(i))).toArray))
+      }
+    }
     made
   }
   private def index: TableIndex = built.index
@@ -56,7 +63,7 @@ private[deltareplay] final class StreamSnapshot(
   private lazy val keep = ScanPlanner.keeper(entry, readPartitionSchema)
   private lazy val firstKept: Array[KeptFile] = first.fold(Array.empty[KeptFile]) { f =>
     val k = ScanPlanner.keeper(f.entry, readPartitionSchema)
-    f.rows.map(k)
+    f.rows.map(r => k(r._3))
   }
 
   /** Whether the files numbered up to `to` are all among the [[first]] ones (index not built). */
@@ -239,8 +246,12 @@ private[deltareplay] object StreamSnapshot {
     def release(): Unit = if (owned) index.release()
   }
 
-  /** The first files of a snapshot (entry rows of `entry`, in order), found `how`. */
-  final case class First(rows: Array[InternalRow], entry: FileEntry, how: String)
+  /** The first files of a snapshot (keys and entry rows of `entry`, in order), found `how`. */
+  final case class First(
+      rows: Array[(Long, UTF8String, InternalRow)],
+      entry: FileEntry,
+      how: String
+  )
 
   /**
    * A driver index's live files in (modificationTime, path) order, built for the first micro-batch
