@@ -162,10 +162,10 @@ private[deltareplay] class StreamPlanner(
    * The initial snapshot at `version`, read off the snapshot index of that version: the session's
    * cached one when it serves, else one built for the stream (kept persisted on the executors while
    * the stream reads its snapshot, released after). A stream that starts at the beginning of the
-   * snapshot with a file limit of at most `streaming.snapshotSliceFiles`, on a log replayed as a
-   * Spark job on the fast path into an index on the driver, first finds only the files its first
-   * batch takes ([[DistributedReplay.firstFiles]]); the index is built when a read goes beyond
-   * them.
+   * snapshot with a file limit of at most `streaming.snapshotSliceFiles`, on a log with a
+   * checkpoint replayed as a Spark job, with no cached index that serves, first finds only the
+   * files its first batch takes ([[DistributedReplay.firstFiles]]); the index is built when a read
+   * goes beyond them.
    */
   private def snapshotAt(version: Long, fromStart: Boolean): StreamSnapshot = synchronized {
     snapshot match {

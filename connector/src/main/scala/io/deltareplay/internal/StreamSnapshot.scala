@@ -73,8 +73,9 @@ private[deltareplay] final class StreamSnapshot(
    * Whether the snapshot has a file numbered `i`, answered without building the index when the
    * [[first]] files tell (they are found only for a snapshot with more files than them).
    */
-  def hasFile(i: Long): Boolean =
+  def hasFile(i: Long): Boolean = synchronized {
     if (made == null && first.isDefined) i <= firstKept.length else i < size
+  }
 
   /** How many files a reader asks [[range]] for at a time: never more than a slice. */
   def readChunk: Long = index0 match {
