@@ -2,6 +2,7 @@ package io.deltareplay.internal
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.SQLExecution
 import org.apache.spark.storage.StorageLevel
 
 /** A snapshot index at hand for one read, and what getting it did. */
@@ -212,15 +213,24 @@ private[deltareplay] final case class ReadPolicy(
 private[deltareplay] object IndexBuilds extends Logging {
   private val running = java.util.concurrent.ConcurrentHashMap.newKeySet[(String, String, Long)]()
 
-  /** Starts building `policy`'s index unless a build of the same version is running. */
+  /**
+   * Starts building `policy`'s index unless a build of the same version is running. The build waits
+   * until the SQL execution that asked for it (the query being planned, if any) has ended: on a
+   * small machine it would otherwise take cores and driver time from that query.
+   */
   def start(policy: ReadPolicy, needStats: Boolean): Unit = {
     val s = policy.snapshot
     val key = (s.segment.paths.root, s.meta.tableId, s.version)
+    val sc = policy.spark.sparkContext
+    val askedBy = Option(sc.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)).map(_.toLong)
     if (running.add(key)) {
       val thread = new Thread(s"delta-replay index ${s.table} v${s.version}") {
         override def run(): Unit =
           try {
-            val sc = policy.spark.sparkContext
+            while (
+              askedBy.exists(id => SQLExecution.getQueryExecution(id) != null) && !sc.isStopped
+            )
+              Thread.sleep(20)
             // not part of the query that started it (a thread inherits its local properties)
             sc.setLocalProperty("spark.sql.execution.id", null)
             sc.setLocalProperty("spark.jobGroup.id", null)
