@@ -151,19 +151,21 @@ private[deltareplay] class DistributedReplay(
                   )
                 }
                 .toArray
-              val touched =
-                (k: (String, String)) => !tail.winners.isEmpty && tail.winners.containsKey(k)
-              (touched, files, f"reconciled on the driver (${tail.count}%,d commit actions)")
+              (
+                tail.winners.containsKey(_),
+                files,
+                f"reconciled on the driver (${tail.count}%,d commit actions)"
+              )
             } else {
               val heaps = awaitJob(pending)
               val keys = new java.util.HashSet[(String, String)]()
-              heaps.foreach(_._1.foreach { case (_, _, r) => keys.add(keyOf(entry, r)) })
+              heaps.foreach(_._1.foreach { case (_, _, r) => keys.add(entry.key(p, r)) })
               val (held, files) = tailFirstFiles(entry, n, keys)
               (held.contains(_), files, "by a keyed window")
             }
           val perTask = awaitJob(pending).toArray
           val untouched = perTask.map { case (rows, left) =>
-            val kept = rows.filterNot { case (_, _, r) => touched(keyOf(entry, r)) }
+            val kept = rows.filterNot { case (_, _, r) => touched(entry.key(p, r)) }
             (kept, !left || kept.length >= n)
           }
           val candidates = StreamSnapshot.inOrder(untouched.flatMap(_._1) ++ tailFiles)
@@ -182,13 +184,6 @@ private[deltareplay] class DistributedReplay(
   private def awaitJob[T](job: org.apache.spark.FutureAction[T]): T =
     DistributedReplay.logErrors(segment)(
       scala.concurrent.Await.result(job, scala.concurrent.duration.Duration.Inf)
-    )
-
-  /** The replay key of an entry row. */
-  private def keyOf(entry: FileEntry, r: InternalRow): (String, String) =
-    (
-      paths.key(r.getUTF8String(entry.Ord.Path).toString),
-      DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
     )
 
   /**
@@ -349,16 +344,15 @@ private[deltareplay] class DistributedReplay(
    * A big log's checkpoint, most of its rows, then never goes through the shuffle.
    */
   private def windowLive(): DataFrame = {
-    def keyed(actions: DataFrame) = keyedActions(actions)
     def newestAdds(actions: DataFrame) = newestPerKey(actions).where(col("isAdd"))
     if (windowsTailOnly) {
       // one plan of the tail, used twice: Spark scans its files twice (see scannedRows)
-      val tail = keyed(commitActions())
-      val untouched = keyed(checkpointActions())
+      val tail = keyedActions(commitActions())
+      val untouched = keyedActions(checkpointActions())
         .where(col("isAdd"))
         .join(broadcast(tail.select("_key", "_dvKey")), Seq("_key", "_dvKey"), "left_anti")
       untouched.unionByName(newestAdds(tail))
-    } else newestAdds(keyed(checkpointActions().unionByName(commitActions())))
+    } else newestAdds(keyedActions(checkpointActions().unionByName(commitActions())))
   }
 
   /** Actions with their replay key as columns `_key` (canonical path) and `_dvKey`. */

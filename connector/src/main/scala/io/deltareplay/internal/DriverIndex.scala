@@ -154,13 +154,7 @@ private[deltareplay] final class DriverIndex private (
   }
 
   /** The replay key of the row at `position`. */
-  private def keyAt(position: Int): (String, String) = {
-    val r = row(position)
-    (
-      paths.key(r.getUTF8String(entry.Ord.Path).toString),
-      DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
-    )
-  }
+  private def keyAt(position: Int): (String, String) = entry.key(paths, row(position))
 
   private def copy(
       version: Long,

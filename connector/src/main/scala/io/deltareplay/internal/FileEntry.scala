@@ -66,6 +66,13 @@ private[deltareplay] final case class FileEntry(
     val Stats: Int = schema.fieldIndex("stats")
   }
 
+  /** The replay key (canonical path, DV unique id) of an entry row. */
+  def key(paths: TablePaths, r: InternalRow): (String, String) =
+    (
+      paths.key(r.getUTF8String(Ord.Path).toString),
+      DvDescriptor.fromInternalRow(r, Ord.Dv).fold("")(_.uniqueId)
+    )
+
   /** Attributes of [[schema]]: the input of predicates built over entries. */
   val attributes: Seq[AttributeReference] =
     schema.fields.toSeq.map(f => AttributeReference(f.name, f.dataType, f.nullable)())

@@ -66,27 +66,28 @@ private[deltareplay] final class StreamSnapshot(
     f.rows.map(r => k(r._3))
   }
 
+  /** Whether reads are still served by the [[first]] files alone (no index built yet). */
+  private def beforeIndex: Boolean = made == null && first.isDefined
+
   /** Whether the files numbered up to `to` are all among the [[first]] ones (index not built). */
-  private def fromFirst(to: Long): Boolean = made == null && to < firstKept.length
+  private def fromFirst(to: Long): Boolean = beforeIndex && to < firstKept.length
 
   /**
    * Whether the snapshot has a file numbered `i`, answered without building the index when the
    * [[first]] files tell (they are found only for a snapshot with more files than them).
    */
   def hasFile(i: Long): Boolean = synchronized {
-    if (made == null && first.isDefined) i <= firstKept.length else i < size
+    if (beforeIndex) i <= firstKept.length else i < size
   }
 
   /** How many files a reader asks [[range]] for at a time: never more than a slice. */
-  def readChunk: Long = index0 match {
-    case None => firstKept.length.toLong
-    case Some(_: DriverIndex) => 10000L
-    case Some(_) => math.max(1L, math.min(10000L, sliceFiles.toLong))
-  }
-
-  /** The index when built, or when there are no [[first]] files to read before it. */
-  private def index0: Option[TableIndex] =
-    if (made == null && first.isDefined) None else Some(index)
+  def readChunk: Long =
+    if (beforeIndex) firstKept.length.toLong
+    else
+      index match {
+        case _: DriverIndex => 10000L
+        case _ => math.max(1L, math.min(10000L, sliceFiles.toLong))
+      }
 
   // ---------------------------------------------------------------- index on the driver
 
@@ -183,7 +184,7 @@ private[deltareplay] final class StreamSnapshot(
   /** Files and bytes numbered above `after` (-1: not known yet). */
   def remaining(after: Long): (Long, Long) = synchronized {
     // not known before the index is built: a progress report does not build it
-    if (made == null && first.isDefined) return (-1L, -1L)
+    if (beforeIndex) return (-1L, -1L)
     val files = math.max(0L, size - (after + 1))
     val bytes = index match {
       case _: DriverIndex => order.bytesAfter(after)
