@@ -122,6 +122,14 @@ object DeltaReplayOptions {
   /** Whether `format("delta")` reads are routed through this connector (default true). */
   val Enabled = "enabled"
 
+  /**
+   * Whether a routed `spark.read.format("delta").load(path)` is resolved to this connector's
+   * relation when the DataFrame is created (default true), without delta-spark loading its own
+   * snapshot of the table for the analysis; `false`: delta-spark resolves it and the connector
+   * takes over when the query runs, as for SQL and catalog reads.
+   */
+  val RouteAtLoad = "routeAtLoad"
+
   /** Read option that keeps one `format("delta")` read on delta-spark (value `false`). */
   val RouteOption = "deltareplay.route"
 
@@ -132,6 +140,7 @@ object DeltaReplayOptions {
   val TailBroadcastMaxBytesKey: String = SessionPrefix + TailBroadcastMaxBytes
   val DataSkippingKey: String = SessionPrefix + DataSkipping
   val EnabledKey: String = SessionPrefix + Enabled
+  val RouteAtLoadKey: String = SessionPrefix + RouteAtLoad
   val StateCacheKey: String = SessionPrefix + StateCache
   val FilterCheckpointKey: String = SessionPrefix + FilterCheckpoint
   val IndexInBackgroundKey: String = SessionPrefix + IndexInBackground
@@ -162,7 +171,8 @@ object DeltaReplayOptions {
     PlanningMode -> "auto",
     PlanningExecutorsMinFiles -> "0",
     PlanningScratchDir -> "/tmp/delta-replay",
-    Enabled -> "true"
+    Enabled -> "true",
+    RouteAtLoad -> "true"
   )
 
   /**

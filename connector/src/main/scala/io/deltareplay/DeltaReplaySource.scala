@@ -37,10 +37,7 @@ class DeltaReplaySource extends TableProvider with DataSourceRegister {
       properties: util.Map[String, String]
   ): Table = {
     val options = properties.asScala.toMap
-    val ci = new CaseInsensitiveStringMap(properties)
-    val timeTravel = ci.containsKey(DeltaReplayOptions.VersionAsOf) ||
-      ci.containsKey(DeltaReplayOptions.TimestampAsOf)
-    new DeltaReplayTable(SparkSession.active, snapshot(options), options, timeTravel)
+    DeltaReplaySource.table(SparkSession.active, snapshot(options), options)
   }
 
   override def supportsExternalMetadata(): Boolean = false
@@ -50,19 +47,38 @@ class DeltaReplaySource extends TableProvider with DataSourceRegister {
     loaded match {
       case Some((o, s)) if o == options => s
       case _ =>
-        val ci = new CaseInsensitiveStringMap(options.asJava)
-        val path = Option(ci.get("path")).getOrElse(throw Errors.noPath())
-        val version = Option(ci.get(DeltaReplayOptions.VersionAsOf)).map { v =>
-          try v.trim.toLong
-          catch {
-            case _: NumberFormatException =>
-              throw Errors.badOption(DeltaReplayOptions.VersionAsOf, v, "a version number")
-          }
-        }
-        val timestamp = Option(ci.get(DeltaReplayOptions.TimestampAsOf))
-        val s = TableSnapshot.load(SparkSession.active, path, version, timestamp)
+        val s = DeltaReplaySource.load(SparkSession.active, options)
         loaded = Some(options -> s)
         s
     }
+  }
+}
+
+private[deltareplay] object DeltaReplaySource {
+
+  /** The snapshot a read with `options` (`path`, time travel) asks for. */
+  def load(spark: SparkSession, options: Map[String, String]): TableSnapshot = {
+    val ci = new CaseInsensitiveStringMap(options.asJava)
+    val path = Option(ci.get("path")).getOrElse(throw Errors.noPath())
+    val version = Option(ci.get(DeltaReplayOptions.VersionAsOf)).map { v =>
+      try v.trim.toLong
+      catch {
+        case _: NumberFormatException =>
+          throw Errors.badOption(DeltaReplayOptions.VersionAsOf, v, "a version number")
+      }
+    }
+    TableSnapshot.load(spark, path, version, Option(ci.get(DeltaReplayOptions.TimestampAsOf)))
+  }
+
+  /** The table a read with `options` reads at `snapshot`. */
+  def table(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      options: Map[String, String]
+  ): DeltaReplayTable = {
+    val ci = new CaseInsensitiveStringMap(options.asJava)
+    val timeTravel = ci.containsKey(DeltaReplayOptions.VersionAsOf) ||
+      ci.containsKey(DeltaReplayOptions.TimestampAsOf)
+    new DeltaReplayTable(spark, snapshot, options, timeTravel)
   }
 }

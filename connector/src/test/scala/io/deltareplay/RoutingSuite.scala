@@ -53,6 +53,110 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  /** Whether the DataFrame was resolved by this connector when it was created. */
+  private def resolvedAtLoad(df: org.apache.spark.sql.DataFrame): Boolean =
+    df.queryExecution.analyzed.exists {
+      case r: org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation =>
+        r.table.isInstanceOf[internal.DeltaReplayTable]
+      case _ => false
+    }
+
+  test(
+    "format(\"delta\").load resolves to the connector at load with delta-spark's columns, " +
+      "and writes into a temp view over it stay with delta-spark"
+  ) {
+    withTempDir { dir =>
+      // char columns: delta-spark writes into a view over a read only without the read's char
+      // padding projection, so the tables written through views have none
+      def create(path: String, char: Boolean = true): Unit = {
+        val c = if (char) "CHAR(3)" else "STRING"
+        spark.sql(
+          s"""CREATE TABLE delta.`$path` (
+             |  id BIGINT NOT NULL COMMENT 'the key',
+             |  c $c,
+             |  v VARCHAR(5),
+             |  d INT DEFAULT 7,
+             |  g BIGINT GENERATED ALWAYS AS (id * 2),
+             |  s STRUCT<a: INT, b: STRING>,
+             |  p STRING
+             |) USING delta PARTITIONED BY (p)
+             |TBLPROPERTIES ('delta.columnMapping.mode' = 'name',
+             |  'delta.feature.allowColumnDefaults' = 'supported',
+             |  'delta.enableDeletionVectors' = 'true')""".stripMargin
+        )
+        spark.sql(
+          s"""INSERT INTO delta.`$path` (id, c, v, s, p)
+             |SELECT id, cast(id % 4 AS STRING), concat('v', id % 3), named_struct('a', id, 'b',
+             |  cast(id AS STRING)), cast(id % 3 AS STRING) FROM range(0, 30)""".stripMargin
+        )
+      }
+      val path = dir.getAbsolutePath + "/t"
+      create(path)
+      val loaded = spark.read.format("delta").load(path)
+      assert(resolvedAtLoad(loaded) && routed(loaded))
+      assert(loaded.schema === v1(path).schema)
+      assert(ours(path).schema === v1(path).schema)
+      // a stream too: this connector's source from the start, with delta-spark's source columns
+      val streamed = spark.readStream.format("delta").load(path)
+      assert(streamed.queryExecution.analyzed.exists {
+        case s: org.apache.spark.sql.catalyst.streaming.StreamingRelationV2 =>
+          s.table.isInstanceOf[internal.DeltaReplayTable]
+        case _ => false
+      })
+      val v1Stream = spark.readStream.format("delta").option("deltareplay.route", "false")
+      assert(streamed.schema === v1Stream.load(path).schema)
+      // the same `_metadata` fields (Spark marks its own file-source column apart)
+      def metadataFields(df: org.apache.spark.sql.DataFrame) =
+        df.select("_metadata").schema.map(f => (f.name, f.dataType, f.nullable))
+      assert(metadataFields(loaded) === metadataFields(v1(path)))
+      // char columns compare padded, as delta-spark reads them
+      def answers(df: org.apache.spark.sql.DataFrame) =
+        sorted(df.where("c = '1' OR v = 'v2'").selectExpr("*", "length(c)", "_metadata.file_name"))
+      assert(answers(loaded) === answers(v1(path)))
+      assert(answers(loaded).size === 15)
+      // declined at load, routed when the query runs: time travel (delta-spark refuses some that
+      // this connector could read), path suffixes, DeltaTable's reads (it writes into them)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id < 3")
+      val travelled = spark.read.format("delta").option("versionAsOf", "1").load(path)
+      assert(!resolvedAtLoad(travelled) && routed(travelled) && travelled.count() === 30)
+      val deltaTable = io.delta.tables.DeltaTable.forPath(spark, path).toDF
+      assert(!resolvedAtLoad(deltaTable) && routed(deltaTable) && deltaTable.count() === 27)
+      val atSuffix = spark.read.format("delta").load(path + "@v1")
+      assert(!resolvedAtLoad(atSuffix) && atSuffix.count() === 30)
+      // a user-given schema: delta-spark's refusal, not a read by this connector
+      intercept[UnsupportedOperationException](
+        spark.read.format("delta").schema(v1(path).schema).load(path)
+      )
+      withConf("spark.deltareplay.routeAtLoad" -> "false") {
+        val late = spark.read.format("delta").load(path)
+        assert(!resolvedAtLoad(late) && routed(late) && late.count() === 27)
+      }
+      assert(!resolvedAtLoad(spark.read.format("delta").load(dir.getAbsolutePath + "/t/p=1")))
+      // MERGE, UPDATE and DELETE into a temp view of the read: the same table as with routing off
+      def workload(path: String): Seq[Seq[Any]] = {
+        spark.read.format("delta").load(path).createOrReplaceTempView("routed_view")
+        spark.sql(
+          """MERGE INTO routed_view t USING (SELECT id, 'x' AS p FROM range(25, 35)) s
+            |ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.v = 'm'
+            |WHEN NOT MATCHED THEN INSERT (id, c, v, s, p) VALUES (s.id, 'n', 'n', null, s.p)
+            |""".stripMargin
+        )
+        spark.sql("UPDATE routed_view SET d = 1 WHERE id % 5 = 0")
+        spark.sql("DELETE FROM routed_view WHERE id % 7 = 0")
+        spark.catalog.dropTempView("routed_view")
+        sorted(v1(path))
+      }
+      val on = dir.getAbsolutePath + "/on"
+      val off = dir.getAbsolutePath + "/off"
+      create(on, char = false)
+      create(off, char = false)
+      val routedResult = workload(on)
+      val offResult = withConf("spark.deltareplay.enabled" -> "false")(workload(off))
+      assert(routedResult === offResult)
+      assert(routedResult.size === 30)
+    }
+  }
+
   test("a query reads one version, the newest at its execution: a self-join after a commit") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

@@ -9,14 +9,24 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.delta.{DeltaColumnMapping, DeltaColumnMappingMode, DeltaLog}
+import org.apache.spark.sql.delta.{
+  DeltaColumnMapping,
+  DeltaColumnMappingMode,
+  DeltaLog,
+  DeltaTableUtils
+}
 import org.apache.spark.sql.delta.catalog.DeltaTableV2
 import org.apache.spark.sql.delta.actions.{Action, DeletionVectorDescriptor, Metadata, Protocol}
 import org.apache.spark.sql.delta.deletionvectors.StoredBitmap
 import org.apache.spark.sql.delta.files.TahoeLogFileIndex
-import org.apache.spark.sql.delta.sources.DeltaDataSource
+import org.apache.spark.sql.delta.schema.SchemaUtils
+import org.apache.spark.sql.delta.sources.{DeltaDataSource, DeltaSQLConf}
 import org.apache.spark.sql.delta.storage.dv.HadoopFileSystemDVStore
-import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.{
+  HadoopFsRelation,
+  LogicalRelation,
+  PartitioningUtils
+}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.types.StructType
 
@@ -43,9 +53,32 @@ private[deltareplay] object DeltaAdapter {
       DeltaColumnMappingMode(meta.columnMappingName)
     )
 
-  /** A table schema as users see it: without column-mapping metadata. */
-  def dropColumnMappingMetadata(schema: StructType): StructType =
-    DeltaColumnMapping.dropColumnMappingMetadata(schema)
+  /**
+   * The columns delta-spark's batch relation of a table shows, in its order and with its field
+   * metadata (its `DeltaLog.buildHadoopFsRelationWithFileIndex`): the table schema, without columns
+   * of type void unless `spark.databricks.delta.createDataFrame.dropNullColumns` is off, without
+   * delta-spark's writer and internal field metadata; a partition column takes its field from the
+   * partition schema, as Spark's file relation merges the two.
+   */
+  def relationSchema(spark: SparkSession, meta: TableMeta): StructType = {
+    val dropVoid =
+      spark.sessionState.conf.getConf(DeltaSQLConf.DELTA_CREATE_DATAFRAME_DROP_NULL_COLUMNS)
+    val data =
+      visible(spark, if (dropVoid) SchemaUtils.dropNullTypeColumns(meta.schema) else meta.schema)
+    val partitions = visible(spark, StructType(meta.partitionColumns.map(c => meta.schema(c))))
+    PartitioningUtils
+      .mergeDataAndPartitionSchema(data, partitions, spark.sessionState.conf.caseSensitiveAnalysis)
+      ._1
+  }
+
+  /** The columns delta-spark's streaming source of a table shows (its `sourceSchema`). */
+  def streamSchema(spark: SparkSession, meta: TableMeta): StructType = visible(spark, meta.schema)
+
+  private def visible(spark: SparkSession, schema: StructType) =
+    DeltaTableUtils.removeInternalDeltaMetadata(
+      spark,
+      DeltaTableUtils.removeInternalWriterMetadata(spark, schema)
+    )
 
   /** Whether a streaming source's format names delta-spark's source. */
   def isDeltaSource(className: String): Boolean =

@@ -141,4 +141,9 @@ private[deltareplay] object ReadConf {
   /** Whether routing of `format("delta")` reads is on for this session. */
   def routingEnabled(spark: SparkSession): Boolean =
     spark.conf.getOption(O.EnabledKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
+
+  /** Whether routed `format("delta").load(...)` reads are resolved by this connector at load. */
+  def routeAtLoad(spark: SparkSession): Boolean =
+    routingEnabled(spark) &&
+      spark.conf.getOption(O.RouteAtLoadKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
 }

@@ -6,11 +6,23 @@ import scala.jdk.CollectionConverters._
 
 import scala.util.control.NonFatal
 
-import io.deltareplay.DeltaReplayOptions
+import io.deltareplay.{DeltaReplayOptions, DeltaReplaySource}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Attribute
-import org.apache.spark.sql.catalyst.plans.logical.{Command, LogicalPlan, UnresolvedDataSource}
+import org.apache.spark.sql.catalyst.plans.logical.{
+  AnalysisHelper,
+  Command,
+  DeleteFromTable,
+  LogicalPlan,
+  MergeIntoTable,
+  SubqueryAlias,
+  UnresolvedDataSource,
+  UpdateTable
+}
+import org.apache.spark.sql.catalyst.analysis.{NamedStreamingRelation, UnresolvedRelation}
+import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, Unassigned}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.datasources.LogicalRelation
@@ -27,6 +39,30 @@ private[deltareplay] object RouteDeltaReads {
 
   /** The user's read options, tagged on delta-spark's DSv2 relation before it is converted. */
   val ReadOptionsTag: TreeNodeTag[Map[String, String]] = TreeNodeTag("deltareplay.readOptions")
+
+  /** The read options this connector takes (routing and path options dropped). */
+  def connectorOptions(options: Map[String, String]): Map[String, String] =
+    options.filter { case (k, _) =>
+      val key = k.toLowerCase(Locale.ROOT)
+      DeltaReplayOptions.KnownReadOptions.contains(key) && key != "path" && key != "paths" &&
+      key != DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT)
+    }
+
+  /** Whether a read's options ask for a version (`versionAsOf`, `timestampAsOf`). */
+  def travelsInTime(options: Map[String, String]): Boolean = options.keys.exists { k =>
+    k.equalsIgnoreCase(DeltaReplayOptions.VersionAsOf) ||
+    k.equalsIgnoreCase(DeltaReplayOptions.TimestampAsOf)
+  }
+
+  /** Whether a read with `options` may be routed: no opt-out, no option unknown here. */
+  def routable(options: Map[String, String]): Boolean = {
+    val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+    val optedOut = lower
+      .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
+      .exists(_.trim.equalsIgnoreCase("false"))
+    val unknown = lower.keySet -- DeltaReplayOptions.KnownReadOptions
+    !optedOut && unknown.isEmpty
+  }
 }
 
 /**
@@ -53,6 +89,124 @@ private[deltareplay] case class TagDeltaReadOptions(spark: SparkSession) extends
     }
     plan
   }
+}
+
+/**
+ * Resolves `spark.read.format("delta").load(path)` to this connector's relation when the DataFrame
+ * is created, in place of delta-spark's resolution, which loads delta-spark's own snapshot of the
+ * table only to be replaced by [[RouteDeltaReads]] when the query runs (on a table without checksum
+ * files, that load reads the checkpoint in a Spark job: seconds at a million files). The relation
+ * shows delta-spark's columns ([[DeltaAdapter.relationSchema]]) and reads the newest version at
+ * every execution, as delta-spark's does.
+ *
+ * `spark.readStream.format("delta").load(path)` becomes this connector's stream the same way
+ * (columns of delta-spark's streaming source), in place of [[RouteDeltaStreams]]'s swap after
+ * delta-spark's source loaded its snapshot.
+ *
+ * Left to delta-spark (and to [[RouteDeltaReads]] / [[RouteDeltaStreams]] after it): reads with a
+ * user-given schema, with more than one path, streams given a source name, with options this
+ * connector does not implement or `deltareplay.route=false`; time travel (by option or path suffix
+ * such as `@v3`: delta-spark also checks the newest version, and refuses some reads this connector
+ * would answer); the reads of delta-spark's `DeltaTable` API (it writes into them); tables with row
+ * tracking (their `_metadata` has fields this connector does not fill); and any read this connector
+ * cannot load (not a table, a protocol it does not read, ...), so that the user sees delta-spark's
+ * answer. `spark.deltareplay.routeAtLoad=false` turns this off.
+ */
+private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
+    extends Rule[LogicalPlan]
+    with Logging {
+
+  override def apply(plan: LogicalPlan): LogicalPlan =
+    if (!ReadConf.routeAtLoad(spark)) plan
+    else {
+      // a named stream source is resolved with its name by Spark's own rule: left to it
+      val named = plan.collect { case n: NamedStreamingRelation => n.child }
+      plan.resolveOperatorsUp {
+        case u: UnresolvedDataSource if candidate(u) && !named.exists(_ eq u) =>
+          resolve(u).getOrElse {
+            u.setTagValue(ResolveDeltaLoads.Declined, ())
+            u
+          }
+      }
+    }
+
+  private def candidate(u: UnresolvedDataSource): Boolean =
+    DeltaAdapter.isDeltaSource(u.format) && u.userSpecifiedSchema.isEmpty &&
+      u.getTagValue(ResolveDeltaLoads.Declined).isEmpty && {
+        val options = u.options.originalMap
+        if (u.isStreaming) RouteDeltaStreams.routable(options)
+        else RouteDeltaReads.routable(options)
+      }
+
+  private def resolve(u: UnresolvedDataSource): Option[LogicalPlan] = {
+    val path = (u.paths, u.options.get("path")) match {
+      case (Seq(p), None) => Some(p)
+      case (Seq(), Some(p)) => Some(p)
+      case _ => None
+    }
+    val declined = path.isEmpty || ResolveDeltaLoads.hasTimeTravelSuffix(path.get) ||
+      RouteDeltaReads.travelsInTime(u.options.originalMap) || ResolveDeltaLoads.forDeltaTable
+    if (declined) None
+    else
+      try {
+        val given = u.options.originalMap
+        if (u.isStreaming) Some(stream(given + ("path" -> path.get)))
+        else batch(RouteDeltaReads.connectorOptions(given) + ("path" -> path.get))
+      } catch {
+        case NonFatal(e) =>
+          logInfo(s"Reading ${path.get} with delta-spark: ${e.getMessage}")
+          None
+      }
+  }
+
+  private def batch(options: Map[String, String]): Option[LogicalPlan] = {
+    val snapshot = DeltaReplaySource.load(spark, options)
+    if (snapshot.meta.writerFeatures.contains("rowTracking")) None
+    else {
+      val table = DeltaReplaySource.table(spark, snapshot, options)
+      Some(
+        DataSourceV2Relation.create(table, None, None, new CaseInsensitiveStringMap(options.asJava))
+      )
+    }
+  }
+
+  /** This connector's stream over the table, with the columns of delta-spark's source. */
+  private def stream(options: Map[String, String]): LogicalPlan = {
+    val snapshot = TableSnapshot.load(spark, options("path"), None, None)
+    StreamingRelationV2(
+      Some(new DeltaReplaySource),
+      "delta-replay",
+      new DeltaReplayTable(spark, snapshot, options, timeTravel = false),
+      new CaseInsensitiveStringMap(options.asJava),
+      toAttributes(DeltaAdapter.streamSchema(spark, snapshot.meta)),
+      None,
+      None,
+      None,
+      Unassigned
+    )
+  }
+}
+
+private[deltareplay] object ResolveDeltaLoads {
+
+  /** Marks a load this connector declined, so the analyzer's next pass does not try again. */
+  val Declined: TreeNodeTag[Unit] = TreeNodeTag("deltareplay.declined")
+
+  /** delta-spark's time travel in a path: `.../table@v12` or `.../table@20240101000000000`. */
+  private val TimeTravelSuffix = ".*@(v[0-9]+|[0-9]{17})$".r
+
+  def hasTimeTravelSuffix(path: String): Boolean =
+    TimeTravelSuffix.matches(path.stripSuffix("/"))
+
+  /**
+   * Whether the load is made by delta-spark's `io.delta.tables` API (`DeltaTable.forPath` reads
+   * with `format("delta").load` and writes its merge, update and delete into that read's plan, so
+   * the read must stay delta-spark's).
+   */
+  def forDeltaTable: Boolean =
+    StackWalker
+      .getInstance()
+      .walk(frames => frames.anyMatch(f => f.getClassName.startsWith("io.delta.tables.")))
 }
 
 private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
@@ -95,14 +249,15 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
       newest: Newest
   ): LogicalPlan =
     DeltaAdapter.deltaRead(rel) match {
-      case Some(read) if routable(read.options ++ userOptions) && metadataServable(rel) =>
+      case Some(read)
+          if RouteDeltaReads.routable(read.options ++ userOptions) && metadataServable(rel) =>
         try {
           val table = read.tablePath.toString
           val snapshot =
             if (read.isTimeTravel) TableSnapshot.load(spark, table, Some(read.version), None)
             else newest(table)
           checkReadable(snapshot, rel.output)
-          val options = connectorOptions(read.options ++ userOptions)
+          val options = RouteDeltaReads.connectorOptions(read.options ++ userOptions)
           DataSourceV2Relation(
             new DeltaReplayTable(
               spark,
@@ -166,21 +321,71 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
       }
       ok
     }
+}
 
-  /** The read options this connector takes (routing and path options dropped). */
-  private def connectorOptions(options: Map[String, String]): Map[String, String] =
-    options.filter { case (k, _) =>
-      val key = k.toLowerCase(Locale.ROOT)
-      DeltaReplayOptions.KnownReadOptions.contains(key) && key != "path" && key != "paths" &&
-      key != DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT)
-    }
+/**
+ * Hands the target of a MERGE, UPDATE or DELETE back to delta-spark when it is a temp view over a
+ * read this connector resolved (`spark.read.format("delta").load(path).createOrReplaceTempView`):
+ * delta-spark writes into temp views over its own reads. Runs with the hint rules, before the view
+ * is resolved: the target becomes the view with delta-spark's relation of the same table in place
+ * of this connector's (same output attributes), which delta-spark's analysis then turns into its
+ * write command; a MERGE's source stays with this connector.
+ */
+private[deltareplay] case class ReturnWriteTargets(spark: SparkSession) extends Rule[LogicalPlan] {
 
-  private def routable(options: Map[String, String]): Boolean = {
-    val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
-    val optedOut = lower
-      .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
-      .exists(_.trim.equalsIgnoreCase("false"))
-    val unknown = lower.keySet -- DeltaReplayOptions.KnownReadOptions
-    !optedOut && unknown.isEmpty
+  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperators {
+    case m: MergeIntoTable if viewOfOurs(m.targetTable).isDefined =>
+      m.copy(targetTable = returned(m.targetTable))
+    case u: UpdateTable if viewOfOurs(u.table).isDefined => u.copy(table = returned(u.table))
+    case d: DeleteFromTable if viewOfOurs(d.table).isDefined => d.copy(table = returned(d.table))
   }
+
+  /**
+   * The target's plan when it reads through this connector: a resolved plan (`DeltaTable.forPath`
+   * reads with `format("delta").load`, and its merge, update and delete write into that read), or
+   * the temp view a SQL write names.
+   */
+  private def viewOfOurs(target: LogicalPlan): Option[LogicalPlan] = {
+    val plan = target match {
+      case SubqueryAlias(_, child) => return viewOfOurs(child)
+      case u: UnresolvedRelation =>
+        val catalog = spark.sessionState.catalog
+        u.multipartIdentifier match {
+          case Seq(name) => catalog.getTempView(name)
+          case Seq(db, name) if catalog.globalTempDatabase.equalsIgnoreCase(db) =>
+            catalog.getGlobalTempView(name)
+          case _ => None
+        }
+      case resolved => Some(resolved)
+    }
+    plan.filter(_.exists {
+      case DataSourceV2Relation(_: DeltaReplayTable, _, _, _, _, _) => true
+      case _ => false
+    })
+  }
+
+  private def returned(target: LogicalPlan): LogicalPlan = target match {
+    case a @ SubqueryAlias(_, child) => a.copy(child = returned(child))
+    case u: UnresolvedRelation =>
+      SubqueryAlias(u.multipartIdentifier.last, toDeltaSpark(viewOfOurs(u).get))
+    case resolved => toDeltaSpark(resolved)
+  }
+
+  private def toDeltaSpark(plan: LogicalPlan): LogicalPlan =
+    AnalysisHelper.allowInvokingTransformsInAnalyzer {
+      plan.transformUp { case r @ DataSourceV2Relation(t: DeltaReplayTable, _, _, _, _, _) =>
+        val travel = t.options.filter { case (k, v) => RouteDeltaReads.travelsInTime(Map(k -> v)) }
+        val read = spark.read
+          .format("delta")
+          .options(travel)
+          .option(DeltaReplayOptions.RouteOption, "false")
+          .load(t.snapshot.table)
+        // the bare relation: Spark adds its read-side projections (char padding) above both
+        read.queryExecution.analyzed.collectFirst { case rel: LogicalRelation => rel } match {
+          case Some(rel) if rel.output.map(_.name) == r.output.map(_.name) =>
+            rel.copy(output = r.output)
+          case _ => r
+        }
+      }
+    }
 }

@@ -49,7 +49,13 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
     }
   }
 
-  private def routable(options: Map[String, String]): Boolean = {
+  private def routable(options: Map[String, String]): Boolean = RouteDeltaStreams.routable(options)
+}
+
+private[deltareplay] object RouteDeltaStreams {
+
+  /** Whether a stream with `options` may be routed: no opt-out, no option unknown here. */
+  def routable(options: Map[String, String]): Boolean = {
     val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     val optedOut = lower
       .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))

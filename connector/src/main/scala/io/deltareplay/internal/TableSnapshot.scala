@@ -21,8 +21,8 @@ private[deltareplay] case class TableSnapshot(
   def table: String = segment.table
   def version: Long = segment.version
 
-  /** The schema users see: the table schema without column-mapping metadata. */
-  lazy val schema: StructType = DeltaAdapter.dropColumnMappingMetadata(meta.schema)
+  /** The schema users see: the columns of delta-spark's relation of this version. */
+  lazy val schema: StructType = DeltaAdapter.relationSchema(SparkSession.active, meta)
   lazy val partitionColumns: Seq[String] = meta.partitionColumns
 }
 

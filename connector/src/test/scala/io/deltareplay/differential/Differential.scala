@@ -118,7 +118,7 @@ trait Differential { oracle: DeltaOracle =>
   private def reused(seed: Long, table: TableRecipe, path: String, gen: Queries): RunStats = {
     val q = Query.Select(Seq("*"), Some(gen.pred()), None)
     val modes = Seq("auto", "local")
-    val ourFrames = modes.map(m => m -> withMode(m)(frame(q, path, oracleSide = false)))
+    val ourFrames = modes.map(m => m -> withMode(m)(frame(q, path, oracleSide = false, m)))
     val oracleFrame = frame(q, path, oracleSide = true)
     val columns = ("id + 1000000 AS id" +: table.columns.map(_.name)).mkString(", ")
     val commit = s"INSERT INTO delta.`$path` SELECT $columns FROM delta.`$path` WHERE id % 3 = 0"
@@ -148,15 +148,31 @@ trait Differential { oracle: DeltaOracle =>
   private def oracleAnswer(q: Query, path: String): Seq[Seq[Any]] =
     timed("V1")(asOracle(answer(frame(q, path, oracleSide = true))))
 
-  private def frame(q: Query, path: String, oracleSide: Boolean): DataFrame = q match {
-    case Query.Select(columns, pred, version) =>
-      val opts = version.fold(Map.empty[String, String])(v => Map("versionAsOf" -> v.toString))
-      val base = if (oracleSide) v1(path, opts) else ours(path, opts)
-      val filtered = pred.fold(base)(p => base.where(expr(p.sql)))
-      filtered.select(columns.map(c => if (c == "*") expr("*") else expr(c)): _*)
-    case Query.Aggregate(functions, pred) =>
-      val base = if (oracleSide) v1(path) else ours(path)
-      pred.fold(base)(p => base.where(expr(p.sql))).select(functions.map(expr): _*)
+  /**
+   * The query's DataFrame: V1's, or ours; ours in `auto` mode is the user's plain `format("delta")`
+   * read, routed by the extension (resolved by this connector at load), in the other modes
+   * `format("delta-replay")`.
+   */
+  private def frame(
+      q: Query,
+      path: String,
+      oracleSide: Boolean,
+      mode: String = "auto"
+  ): DataFrame = {
+    def read(opts: Map[String, String]) =
+      if (oracleSide) v1(path, opts)
+      else if (mode == "auto") spark.read.format("delta").options(opts).load(path)
+      else ours(path, opts)
+    q match {
+      case Query.Select(columns, pred, version) =>
+        val opts = version.fold(Map.empty[String, String])(v => Map("versionAsOf" -> v.toString))
+        val base = read(opts)
+        val filtered = pred.fold(base)(p => base.where(expr(p.sql)))
+        filtered.select(columns.map(c => if (c == "*") expr("*") else expr(c)): _*)
+      case Query.Aggregate(functions, pred) =>
+        val base = read(Map.empty)
+        pred.fold(base)(p => base.where(expr(p.sql))).select(functions.map(expr): _*)
+    }
   }
 
   /**
@@ -218,7 +234,7 @@ trait Differential { oracle: DeltaOracle =>
   ): Option[String] =
     withMode(mode) {
       try {
-        val actual = timed(mode)(answer(frame(q, path, oracleSide = false)))
+        val actual = timed(mode)(answer(frame(q, path, oracleSide = false, mode)))
         if (actual == expected) None
         else {
           val missing =

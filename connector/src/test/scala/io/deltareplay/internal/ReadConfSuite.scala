@@ -51,7 +51,7 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     val keys = O.Defaults.keySet
     assert(keys.map(_.toLowerCase).size === keys.size) // one spelling each
     assert(
-      O.KnownReadOptions === (keys - O.Enabled ++ Set(
+      O.KnownReadOptions === (keys - O.Enabled - O.RouteAtLoad ++ Set(
         O.VersionAsOf,
         O.TimestampAsOf,
         "path",
