@@ -20,7 +20,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{
   UnresolvedDataSource,
   UpdateTable
 }
-import org.apache.spark.sql.catalyst.analysis.{NamedStreamingRelation, UnresolvedRelation}
+import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation
 import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, Unassigned}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -104,13 +104,13 @@ private[deltareplay] case class TagDeltaReadOptions(spark: SparkSession) extends
  * delta-spark's source loaded its snapshot.
  *
  * Left to delta-spark (and to [[RouteDeltaReads]] / [[RouteDeltaStreams]] after it): reads with a
- * user-given schema, with more than one path, streams given a source name, with options this
- * connector does not implement or `deltareplay.route=false`; time travel (by option or path suffix
- * such as `@v3`: delta-spark also checks the newest version, and refuses some reads this connector
- * would answer); the reads of delta-spark's `DeltaTable` API (it writes into them); tables with row
- * tracking (their `_metadata` has fields this connector does not fill); and any read this connector
- * cannot load (not a table, a protocol it does not read, ...), so that the user sees delta-spark's
- * answer. `spark.deltareplay.routeAtLoad=false` turns this off.
+ * user-given schema, with more than one path, with options this connector does not implement or
+ * `deltareplay.route=false`; time travel (by option or path suffix such as `@v3`: delta-spark also
+ * checks the newest version, and refuses some reads this connector would answer); the reads of
+ * delta-spark's `DeltaTable` API (it writes into them); tables with row tracking (their `_metadata`
+ * has fields this connector does not fill); and any read this connector cannot load (not a table, a
+ * protocol it does not read, ...), so that the user sees delta-spark's answer.
+ * `spark.deltareplay.routeAtLoad=false` turns this off.
  */
 private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
     extends Rule[LogicalPlan]
@@ -118,17 +118,16 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
 
   override def apply(plan: LogicalPlan): LogicalPlan =
     if (!ReadConf.routeAtLoad(spark)) plan
-    else {
-      // a named stream source is resolved with its name by Spark's own rule: left to it
-      val named = plan.collect { case n: NamedStreamingRelation => n.child }
+    else
+      // a stream's source sits under a NamedStreamingRelation; Spark's NameStreamingSources gives
+      // the resolved source its name (StreamingRelationV2 takes one)
       plan.resolveOperatorsUp {
-        case u: UnresolvedDataSource if candidate(u) && !named.exists(_ eq u) =>
+        case u: UnresolvedDataSource if candidate(u) =>
           resolve(u).getOrElse {
             u.setTagValue(ResolveDeltaLoads.Declined, ())
             u
           }
       }
-    }
 
   private def candidate(u: UnresolvedDataSource): Boolean =
     DeltaAdapter.isDeltaSource(u.format) && u.userSpecifiedSchema.isEmpty &&
