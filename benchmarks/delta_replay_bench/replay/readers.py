@@ -15,12 +15,16 @@ OURS = (
     "delta-replay-distributed",
     "delta-replay-executors",
     "delta-replay-auto",
+    "delta-replay-routed",
 )
+#: ours in `auto` mode, read the way users of the session extension do: plain `format("delta")`
+ROUTED = "delta-replay-routed"
 BATCH_READERS = (*OURS, "v1", "kernel-v2")
 READERS = (*BATCH_READERS, "delta-rs")
 STREAM_READERS = (
     "delta-replay",
     "delta-replay-executors",
+    ROUTED,
     "v1",
     "kernel-v2",
     "kernel-v2-raised",
@@ -44,6 +48,7 @@ def reader_conf(reader: str, *, stream: bool = False) -> dict[str, str]:
     conf: dict[str, str] = {}
     if is_ours(reader):
         mode = reader.removeprefix("delta-replay").removeprefix("-") or "auto"
+        mode = "auto" if reader == ROUTED else mode
         # local and distributed plan on the driver; executors keeps the file list on the
         # executors (after a distributed replay); auto chooses both by table size
         if mode == "executors":
@@ -87,6 +92,8 @@ def clear_delta_log_cache(spark: SparkSession) -> None:
 
 def frame(spark: SparkSession, reader: str, path: str) -> DataFrame:
     """A batch DataFrame over the table at ``path`` through ``reader``."""
+    if reader == ROUTED:
+        return spark.read.format("delta").load(path)
     if is_ours(reader):
         return read(spark, path)
     if reader == "v1":
@@ -99,6 +106,8 @@ def frame(spark: SparkSession, reader: str, path: str) -> DataFrame:
 def stream_frame(spark: SparkSession, reader: str, path: str, table_name: str) -> DataFrame:
     """A streaming DataFrame over ``path`` through ``reader`` (Kernel V2 needs a catalog table)."""
     options: dict[str, Any] = {"maxFilesPerTrigger": "1000"}
+    if reader == ROUTED:
+        return spark.readStream.format("delta").options(**options).load(path)
     if is_ours(reader):
         return spark.readStream.format("delta-replay").options(**options).load(path)
     if reader == "v1":
