@@ -202,7 +202,8 @@ def replan(
 def first_micro_batch(
     spark: SparkSession, reader: str, path: str, scratch: Path, timeout_s: float
 ) -> dict[str, Any]:
-    """Time from ``start()`` to the first completed micro-batch of a stream from the snapshot."""
+    """Time from the stream DataFrame's creation (its ``load()`` included) to the first
+    completed micro-batch of a stream from the snapshot."""
     name = f"bench_{uuid.uuid4().hex[:8]}"
     window = probe.start(spark)
     mark = _mark()

@@ -93,7 +93,10 @@ def store_section(rows: list[Row], store: dict[str, Any]) -> list[str]:
     out.append("")
     streams = [r for r in rows if r["kind"] == "stream"]
     if streams:
-        out.append("Streaming, from `start()` to the first micro-batch (maxFilesPerTrigger 1,000):")
+        out.append(
+            "Streaming, from the stream's `load()` to the first micro-batch"
+            " (maxFilesPerTrigger 1,000):"
+        )
         out.append("")
         out.append("| files | reader | first micro-batch (s) (LIST / HEAD / GET) |")
         out.append("|---:|---|---:|")
