@@ -144,7 +144,7 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
       case _ => None
     }
     val declined = path.isEmpty || ResolveDeltaLoads.hasTimeTravelSuffix(path.get) ||
-      RouteDeltaReads.travelsInTime(u.options.originalMap) || ResolveDeltaLoads.forDeltaTable
+      RouteDeltaReads.travelsInTime(u.options.originalMap) || ResolveDeltaLoads.byDeltaSpark
     if (declined) None
     else
       try {
@@ -198,14 +198,19 @@ private[deltareplay] object ResolveDeltaLoads {
     TimeTravelSuffix.matches(path.stripSuffix("/"))
 
   /**
-   * Whether the load is made by delta-spark's `io.delta.tables` API (`DeltaTable.forPath` reads
-   * with `format("delta").load` and writes its merge, update and delete into that read's plan, so
-   * the read must stay delta-spark's).
+   * Whether the load is made by delta-spark itself: its `io.delta.tables` API (`DeltaTable.forPath`
+   * reads with `format("delta").load` and writes its merge, update and delete into that read's
+   * plan, so the read must stay delta-spark's), or its internals, which expect their own relation.
    */
-  def forDeltaTable: Boolean =
+  def byDeltaSpark: Boolean =
     StackWalker
       .getInstance()
-      .walk(frames => frames.anyMatch(f => f.getClassName.startsWith("io.delta.tables.")))
+      .walk(frames =>
+        frames.anyMatch { f =>
+          val c = f.getClassName
+          c.startsWith("io.delta.tables.") || c.startsWith("org.apache.spark.sql.delta.")
+        }
+      )
 }
 
 private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
