@@ -75,10 +75,13 @@ private[deltareplay] object DeltaReplaySource {
       spark: SparkSession,
       snapshot: TableSnapshot,
       options: Map[String, String]
-  ): DeltaReplayTable = {
-    val ci = new CaseInsensitiveStringMap(options.asJava)
-    val timeTravel = ci.containsKey(DeltaReplayOptions.VersionAsOf) ||
-      ci.containsKey(DeltaReplayOptions.TimestampAsOf)
-    new DeltaReplayTable(spark, snapshot, options, timeTravel)
+  ): DeltaReplayTable =
+    new DeltaReplayTable(spark, snapshot, options, timeTravel(options).nonEmpty)
+
+  /** The options of a read that ask for a version (`versionAsOf`, `timestampAsOf`). */
+  def timeTravel(options: Map[String, String]): Map[String, String] = options.filter {
+    case (k, _) =>
+      k.equalsIgnoreCase(DeltaReplayOptions.VersionAsOf) ||
+      k.equalsIgnoreCase(DeltaReplayOptions.TimestampAsOf)
   }
 }

@@ -21,7 +21,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{
   UpdateTable
 }
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation
-import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, Unassigned}
+import org.apache.spark.sql.catalyst.streaming.Unassigned
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
@@ -48,20 +48,19 @@ private[deltareplay] object RouteDeltaReads {
       key != DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT)
     }
 
-  /** Whether a read's options ask for a version (`versionAsOf`, `timestampAsOf`). */
-  def travelsInTime(options: Map[String, String]): Boolean = options.keys.exists { k =>
-    k.equalsIgnoreCase(DeltaReplayOptions.VersionAsOf) ||
-    k.equalsIgnoreCase(DeltaReplayOptions.TimestampAsOf)
-  }
-
-  /** Whether a read with `options` may be routed: no opt-out, no option unknown here. */
-  def routable(options: Map[String, String]): Boolean = {
+  /**
+   * Whether a read with `options` may be routed: no opt-out, no option outside `known` (lower case;
+   * batch reads by default, [[RouteDeltaStreams.routable]] for streams).
+   */
+  def routable(
+      options: Map[String, String],
+      known: Set[String] = DeltaReplayOptions.KnownReadOptions
+  ): Boolean = {
     val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     val optedOut = lower
       .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
       .exists(_.trim.equalsIgnoreCase("false"))
-    val unknown = lower.keySet -- DeltaReplayOptions.KnownReadOptions
-    !optedOut && unknown.isEmpty
+    !optedOut && (lower.keySet -- known).isEmpty
   }
 }
 
@@ -144,13 +143,14 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
       case _ => None
     }
     val declined = path.isEmpty || ResolveDeltaLoads.hasTimeTravelSuffix(path.get) ||
-      RouteDeltaReads.travelsInTime(u.options.originalMap) || ResolveDeltaLoads.byDeltaSpark
+      DeltaReplaySource.timeTravel(u.options.originalMap).nonEmpty ||
+      ResolveDeltaLoads.byDeltaSpark
     if (declined) None
     else
       try {
-        val given = u.options.originalMap
-        if (u.isStreaming) Some(stream(given + ("path" -> path.get)))
-        else batch(RouteDeltaReads.connectorOptions(given) + ("path" -> path.get))
+        val requested = u.options.originalMap
+        if (u.isStreaming) Some(stream(requested + ("path" -> path.get)))
+        else batch(RouteDeltaReads.connectorOptions(requested) + ("path" -> path.get))
       } catch {
         case NonFatal(e) =>
           logInfo(s"Reading ${path.get} with delta-spark: ${e.getMessage}")
@@ -172,17 +172,8 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
   /** This connector's stream over the table, with the columns of delta-spark's source. */
   private def stream(options: Map[String, String]): LogicalPlan = {
     val snapshot = TableSnapshot.load(spark, options("path"), None, None)
-    StreamingRelationV2(
-      Some(new DeltaReplaySource),
-      "delta-replay",
-      new DeltaReplayTable(spark, snapshot, options, timeTravel = false),
-      new CaseInsensitiveStringMap(options.asJava),
-      toAttributes(DeltaAdapter.streamSchema(spark, snapshot.meta)),
-      None,
-      None,
-      None,
-      Unassigned
-    )
+    val output = toAttributes(DeltaAdapter.streamSchema(spark, snapshot.meta))
+    RouteDeltaStreams.relation(spark, snapshot, options, output, None, Unassigned)
   }
 }
 
@@ -338,50 +329,42 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
 private[deltareplay] case class ReturnWriteTargets(spark: SparkSession) extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperators {
-    case m: MergeIntoTable if viewOfOurs(m.targetTable).isDefined =>
-      m.copy(targetTable = returned(m.targetTable))
-    case u: UpdateTable if viewOfOurs(u.table).isDefined => u.copy(table = returned(u.table))
-    case d: DeleteFromTable if viewOfOurs(d.table).isDefined => d.copy(table = returned(d.table))
+    case m: MergeIntoTable =>
+      returned(m.targetTable).fold[LogicalPlan](m)(t => m.copy(targetTable = t))
+    case u: UpdateTable => returned(u.table).fold[LogicalPlan](u)(t => u.copy(table = t))
+    case d: DeleteFromTable => returned(d.table).fold[LogicalPlan](d)(t => d.copy(table = t))
   }
 
   /**
-   * The target's plan when it reads through this connector: a resolved plan (`DeltaTable.forPath`
-   * reads with `format("delta").load`, and its merge, update and delete write into that read), or
-   * the temp view a SQL write names.
+   * The write's target with delta-spark's relation in place of this connector's, when it names a
+   * temp view whose plan reads through this connector (the view under its own name, as Spark's
+   * resolution would alias it).
    */
-  private def viewOfOurs(target: LogicalPlan): Option[LogicalPlan] = {
-    val plan = target match {
-      case SubqueryAlias(_, child) => return viewOfOurs(child)
-      case u: UnresolvedRelation =>
-        val catalog = spark.sessionState.catalog
-        u.multipartIdentifier match {
-          case Seq(name) => catalog.getTempView(name)
-          case Seq(db, name) if catalog.globalTempDatabase.equalsIgnoreCase(db) =>
-            catalog.getGlobalTempView(name)
-          case _ => None
-        }
-      case resolved => Some(resolved)
-    }
-    plan.filter(_.exists {
-      case DataSourceV2Relation(_: DeltaReplayTable, _, _, _, _, _) => true
-      case _ => false
-    })
-  }
-
-  private def returned(target: LogicalPlan): LogicalPlan = target match {
-    case a @ SubqueryAlias(_, child) => a.copy(child = returned(child))
+  private def returned(target: LogicalPlan): Option[LogicalPlan] = target match {
+    case a @ SubqueryAlias(_, child) => returned(child).map(c => a.copy(child = c))
     case u: UnresolvedRelation =>
-      SubqueryAlias(u.multipartIdentifier.last, toDeltaSpark(viewOfOurs(u).get))
-    case resolved => toDeltaSpark(resolved)
+      val catalog = spark.sessionState.catalog
+      val view = u.multipartIdentifier match {
+        case Seq(name) => catalog.getTempView(name)
+        case Seq(db, name) if catalog.globalTempDatabase.equalsIgnoreCase(db) =>
+          catalog.getGlobalTempView(name)
+        case _ => None
+      }
+      view
+        .filter(_.exists {
+          case DataSourceV2Relation(_: DeltaReplayTable, _, _, _, _, _) => true
+          case _ => false
+        })
+        .map(v => SubqueryAlias(u.multipartIdentifier.last, toDeltaSpark(v)))
+    case _ => None
   }
 
   private def toDeltaSpark(plan: LogicalPlan): LogicalPlan =
     AnalysisHelper.allowInvokingTransformsInAnalyzer {
       plan.transformUp { case r @ DataSourceV2Relation(t: DeltaReplayTable, _, _, _, _, _) =>
-        val travel = t.options.filter { case (k, v) => RouteDeltaReads.travelsInTime(Map(k -> v)) }
         val read = spark.read
           .format("delta")
-          .options(travel)
+          .options(DeltaReplaySource.timeTravel(t.options))
           .option(DeltaReplayOptions.RouteOption, "false")
           .load(t.snapshot.table)
         // the bare relation: Spark adds its read-side projections (char padding) above both

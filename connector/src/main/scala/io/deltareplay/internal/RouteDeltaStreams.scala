@@ -1,7 +1,5 @@
 package io.deltareplay.internal
 
-import java.util.Locale
-
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.{DeltaReplayOptions, DeltaReplaySource}
@@ -9,7 +7,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.AttributeReference
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
+import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, StreamingSourceIdentifyingName}
 import org.apache.spark.sql.execution.streaming.runtime.StreamingRelation
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
@@ -30,38 +28,49 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
         val path = options
           .collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }
           .orElse(ds.catalogTable.map(_.location.toString))
-        if (path.isEmpty || !routable(options)) rel
-        else {
-          val snapshot = TableSnapshot.load(spark, path.get, None, None)
-          val table = new DeltaReplayTable(spark, snapshot, options, timeTravel = false)
-          StreamingRelationV2(
-            Some(new DeltaReplaySource),
-            "delta-replay",
-            table,
-            new CaseInsensitiveStringMap(options.asJava),
+        if (path.isEmpty || !RouteDeltaStreams.routable(options)) rel
+        else
+          RouteDeltaStreams.relation(
+            spark,
+            TableSnapshot.load(spark, path.get, None, None),
+            options,
             output.map(_.asInstanceOf[AttributeReference]),
-            None,
-            None,
             Some(rel),
             identifyingName
           )
-        }
     }
   }
-
-  private def routable(options: Map[String, String]): Boolean = RouteDeltaStreams.routable(options)
 }
 
 private[deltareplay] object RouteDeltaStreams {
 
   /** Whether a stream with `options` may be routed: no opt-out, no option unknown here. */
-  def routable(options: Map[String, String]): Boolean = {
-    val lower = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
-    val optedOut = lower
-      .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
-      .exists(_.trim.equalsIgnoreCase("false"))
-    val known = DeltaReplayOptions.KnownReadOptions ++ StreamOptions.Known +
-      "streaming.snapshotstoragelevel"
-    !optedOut && (lower.keySet -- known).isEmpty
-  }
+  def routable(options: Map[String, String]): Boolean = RouteDeltaReads.routable(
+    options,
+    DeltaReplayOptions.KnownReadOptions ++ StreamOptions.Known + "streaming.snapshotstoragelevel"
+  )
+
+  /**
+   * This connector's stream over `snapshot`'s table with `output`; `v1` is delta-spark's relation
+   * it replaces, when delta-spark resolved the read first.
+   */
+  def relation(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      options: Map[String, String],
+      output: Seq[AttributeReference],
+      v1: Option[LogicalPlan],
+      name: StreamingSourceIdentifyingName
+  ): StreamingRelationV2 =
+    StreamingRelationV2(
+      Some(new DeltaReplaySource),
+      "delta-replay",
+      new DeltaReplayTable(spark, snapshot, options, timeTravel = false),
+      new CaseInsensitiveStringMap(options.asJava),
+      output,
+      None,
+      None,
+      v1,
+      name
+    )
 }
