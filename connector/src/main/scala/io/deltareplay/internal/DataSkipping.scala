@@ -4,6 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.types.PhysicalDataType
 import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
@@ -299,6 +300,21 @@ private[deltareplay] final case class FileFilter(
 
   /** Whether the file's statistics allow a matching row (after [[keepsPartition]]). */
   def mayMatch(entry: InternalRow): Boolean = skipP.eval(entry)
+
+  @transient private lazy val pruneVector = SkipVector(prune, attributes)
+  @transient private lazy val skipVector = SkipVector(skip, attributes)
+
+  /**
+   * The rows of a batch of entries that [[keepsPartition]] may accept, found column by column
+   * ([[SkipVector]]): every row it accepts is among them. None when the pass cannot tell rows
+   * apart.
+   */
+  def pruneCandidates(batch: ColumnarBatch): Option[java.util.BitSet] =
+    pruneVector.map(_.candidates(batch))
+
+  /** [[pruneCandidates]] of [[mayMatch]]. */
+  def skipCandidates(batch: ColumnarBatch): Option[java.util.BitSet] =
+    skipVector.map(_.candidates(batch))
 
   def prunes: Boolean = prune != Literal.TrueLiteral
   def skips: Boolean = skip != Literal.TrueLiteral

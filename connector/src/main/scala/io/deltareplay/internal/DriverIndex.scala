@@ -7,6 +7,7 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.XXH64
+import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -53,6 +54,18 @@ private[deltareplay] final class DriverIndex private (
         if (!removed.get(base + i)) f(batch.getRow(i), base + i)
         i += 1
       }
+      c += 1
+    }
+  }
+
+  /** Calls `f` with each chunk's batch and the set of its live rows (`f` may change the set). */
+  def foreachChunk(f: (ColumnarBatch, BitSet) => Unit): Unit = {
+    var c = 0
+    while (c < chunks.length) {
+      val n = chunks(c).numRows
+      val live = removed.get(starts(c), starts(c) + n)
+      live.flip(0, n)
+      f(chunks(c).batch, live)
       c += 1
     }
   }

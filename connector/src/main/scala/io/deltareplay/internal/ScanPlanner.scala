@@ -51,10 +51,20 @@ private[deltareplay] object ScanPlanner {
     val keep = keeper(entry, readPartitionSchema)
     val kept = mutable.ArrayBuffer.empty[KeptFile]
     var pruned = 0L
-    index.foreachLive { (e, _) =>
-      if (filter.keepsPartition(e)) {
-        pruned += 1
-        if (filter.mayMatch(e)) kept += keep(e)
+    // column-wise first passes leave out rows the predicates refuse; they run on the rest
+    index.foreachChunk { (batch, live) =>
+      if (!filter.prunes) pruned += live.cardinality()
+      filter.pruneCandidates(batch).foreach(live.and)
+      val skip = filter.skipCandidates(batch)
+      if (!filter.prunes) skip.foreach(live.and)
+      var i = live.nextSetBit(0)
+      while (i >= 0) {
+        val e = batch.getRow(i)
+        if (!filter.prunes || filter.keepsPartition(e)) {
+          if (filter.prunes) pruned += 1
+          if (skip.forall(_.get(i)) && filter.mayMatch(e)) kept += keep(e)
+        }
+        i = live.nextSetBit(i + 1)
       }
     }
     val partitions = splits(spark, snapshot, kept.toSeq)

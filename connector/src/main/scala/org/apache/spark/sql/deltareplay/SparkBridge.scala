@@ -16,7 +16,7 @@ import org.apache.spark.sql.execution.datasources.{
   PartitionDirectory
 }
 import org.apache.spark.sql.sources.Filter
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{StringType, StructType}
 
 /** Spark APIs that are `private[sql]` or `private[spark]`, reached from inside Spark's package. */
 object SparkBridge {
@@ -70,6 +70,9 @@ object SparkBridge {
     InputFileBlockHolder.set(path, start, length)
 
   def unsetInputFile(): Unit = InputFileBlockHolder.unset()
+
+  /** Whether strings of `t` compare by their UTF-8 bytes (no collation rules). */
+  def binaryOrdered(t: StringType): Boolean = t.supportsBinaryOrdering
 
   /** A file index of a fixed list of files (one unpartitioned directory). */
   private final class ExactFiles(files: Seq[FileStatus]) extends FileIndex {
