@@ -67,6 +67,13 @@ object DeltaReplayOptions {
    */
   val IndexInBackground = "index.buildInBackground"
 
+  /**
+   * Session key: whether the commits after a checkpoint are parsed on a background thread as soon
+   * as a DataFrame or stream over a table with no cached index is created, so that its replay finds
+   * them reconciled (default true).
+   */
+  val PrefetchTail = "replay.prefetchTail"
+
   /** Byte budget of the replay state cache (0 = a tenth of the driver's max heap). */
   val StateCacheMaxBytes = "replay.stateCache.maxBytes"
 
@@ -144,6 +151,7 @@ object DeltaReplayOptions {
   val StateCacheKey: String = SessionPrefix + StateCache
   val FilterCheckpointKey: String = SessionPrefix + FilterCheckpoint
   val IndexInBackgroundKey: String = SessionPrefix + IndexInBackground
+  val PrefetchTailKey: String = SessionPrefix + PrefetchTail
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes
   val MetadataAggregatesKey: String = SessionPrefix + MetadataAggregates
@@ -172,7 +180,8 @@ object DeltaReplayOptions {
     PlanningExecutorsMinFiles -> "0",
     PlanningScratchDir -> "/tmp/delta-replay",
     Enabled -> "true",
-    RouteAtLoad -> "true"
+    RouteAtLoad -> "true",
+    PrefetchTail -> "true"
   )
 
   /**

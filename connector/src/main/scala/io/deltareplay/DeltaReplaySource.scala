@@ -4,7 +4,7 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.{DeltaReplayTable, Errors, TableSnapshot}
+import io.deltareplay.internal.{DeltaReplayTable, Errors, TableSnapshot, TailPrefetch}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
@@ -67,7 +67,10 @@ private[deltareplay] object DeltaReplaySource {
           throw Errors.badOption(DeltaReplayOptions.VersionAsOf, v, "a version number")
       }
     }
-    TableSnapshot.load(spark, path, version, Option(ci.get(DeltaReplayOptions.TimestampAsOf)))
+    val snapshot =
+      TableSnapshot.load(spark, path, version, Option(ci.get(DeltaReplayOptions.TimestampAsOf)))
+    TailPrefetch.start(spark, snapshot, withStats = true)
+    snapshot
   }
 
   /** The table a read with `options` reads at `snapshot`. */

@@ -190,6 +190,55 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("the commits after a checkpoint are parsed ahead of need when a DataFrame is created") {
+    import io.deltareplay.internal.{LocalReplay, LogReader, TableSnapshot, TailPrefetch}
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      spark.range(0, 40, 1, 4).write.format("delta").save(path)
+      DeltaLog.forTable(spark, path).checkpoint()
+      spark.range(40, 60, 1, 2).write.format("delta").mode("append").save(path)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 0")
+      IndexCache.clear(spark)
+      def fresh(withStats: Boolean) = {
+        val segment = TableSnapshot.load(spark, path, None, None).segment
+        val tail = new LocalReplay.Reconciler(segment.paths)
+        tail.applyInOrder(new LogReader(spark, segment).commitActions(withStats))
+        (segment, tail)
+      }
+      val (segment, expected) = fresh(withStats = true)
+      assert(expected.count > 0 && !expected.winners.isEmpty)
+
+      // format("delta").load starts it; the replay's take gets the same reconciled commits, once
+      spark.read.format("delta").load(path)
+      val taken = TailPrefetch.take(spark, segment, withStats = true)
+      assert(taken.map(_.winners) === Some(expected.winners))
+      assert(taken.map(_.count) === Some(expected.count))
+      assert(TailPrefetch.take(spark, segment, withStats = true).isEmpty)
+
+      // a reader that needs no statistics gets them left out; one that needs them never gets a
+      // parse made without them
+      spark.read.format("delta").load(path)
+      val withoutStats = TailPrefetch.take(spark, segment, withStats = false)
+      assert(withoutStats.map(_.winners) === Some(fresh(withStats = false)._2.winners))
+      spark.readStream.format("delta").load(path)
+      assert(TailPrefetch.take(spark, segment, withStats = true).isEmpty)
+
+      // a commit after the DataFrame's creation: the next version parses its own commits
+      spark.read.format("delta").load(path)
+      spark.range(60, 70, 1, 1).write.format("delta").mode("append").save(path)
+      assert(TailPrefetch.take(spark, fresh(withStats = true)._1, withStats = true).isEmpty)
+
+      // and reads through it answer as V1, with the prefetch on and off
+      IndexCache.clear(spark)
+      assertSameAsV1(path, query = _.where("id > 30"), modes = Seq("auto"))
+      withConf("spark.deltareplay.replay.prefetchTail" -> "false") {
+        IndexCache.clear(spark)
+        spark.read.format("delta").load(path)
+        assert(TailPrefetch.take(spark, fresh(withStats = true)._1, withStats = true).isEmpty)
+      }
+    }
+  }
+
   test("a filtered read needs statistics: a state kept without them is not used for it") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

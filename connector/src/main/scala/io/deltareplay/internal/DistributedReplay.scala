@@ -304,11 +304,12 @@ private[deltareplay] class DistributedReplay(
     checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd"))
 
   /** The fast path's commits after the checkpoint, reconciled on the driver. */
-  private def reconciledTail(): LocalReplay.Reconciler = {
-    val tail = new LocalReplay.Reconciler(paths)
-    tail.applyInOrder(reader.commitActions(needStats))
-    tail
-  }
+  private def reconciledTail(): LocalReplay.Reconciler =
+    TailPrefetch.take(spark, segment, needStats).getOrElse {
+      val tail = new LocalReplay.Reconciler(paths)
+      tail.applyInOrder(reader.commitActions(needStats))
+      tail
+    }
 
   /**
    * The type of the statistics taken typed from a checkpoint's `add.stats_parsed` (when asked for,

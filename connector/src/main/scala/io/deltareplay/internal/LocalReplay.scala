@@ -44,6 +44,14 @@ private[deltareplay] object LocalReplay {
       if (buffer.nonEmpty) applyCommit(buffer.toSeq)
     }
 
+    /** The same reconciled commits with the actions' statistics left out. */
+    def withoutStats: Reconciler = {
+      val r = new Reconciler(paths)
+      winners.forEach((k, a) => r.winners.put(k, if (a.stats == null) a else a.copy(stats = null)))
+      r.count = count
+      r
+    }
+
     /** The winning adds: the live files these commits leave (rule 3). */
     def liveFiles(interner: Replay.Interner = new Replay.Interner): Seq[LiveFile] = {
       val out = mutable.ArrayBuffer.empty[LiveFile]
@@ -60,8 +68,11 @@ private[deltareplay] object LocalReplay {
       segment: LogSegment,
       needStats: Boolean
   ): (Array[LiveFile], Long) = {
-    val tail = new Reconciler(segment.paths)
-    tail.applyInOrder(reader.commitActions(needStats))
+    val tail = TailPrefetch.take(reader.spark, segment, needStats).getOrElse {
+      val t = new Reconciler(segment.paths)
+      t.applyInOrder(reader.commitActions(needStats))
+      t
+    }
     val interner = new Replay.Interner
     val live = mutable.ArrayBuffer.empty[LiveFile]
     var checkpointRows = 0L

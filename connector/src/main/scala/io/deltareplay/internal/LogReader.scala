@@ -34,7 +34,7 @@ private[deltareplay] object ProtocolOrMetadata {
  * through Spark's own Parquet reader called in-process. Used for protocol/metadata loading, the
  * local replay, and the commit tail of the distributed fast path.
  */
-private[deltareplay] class LogReader(spark: SparkSession, segment: LogSegment) {
+private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegment) {
   private val hadoopConf: Configuration = {
     val c = spark.sessionState.newHadoopConf()
     ParquetConf.copyFlags(spark.sessionState.conf, c)

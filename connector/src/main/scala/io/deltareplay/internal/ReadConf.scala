@@ -146,4 +146,8 @@ private[deltareplay] object ReadConf {
   def routeAtLoad(spark: SparkSession): Boolean =
     routingEnabled(spark) &&
       spark.conf.getOption(O.RouteAtLoadKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
+
+  /** Whether the commits after a checkpoint are parsed ahead of need ([[TailPrefetch]]). */
+  def prefetchTail(spark: SparkSession): Boolean =
+    spark.conf.getOption(O.PrefetchTailKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
 }

@@ -29,15 +29,18 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
           .collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }
           .orElse(ds.catalogTable.map(_.location.toString))
         if (path.isEmpty || !RouteDeltaStreams.routable(options)) rel
-        else
+        else {
+          val snapshot = TableSnapshot.load(spark, path.get, None, None)
+          TailPrefetch.start(spark, snapshot, withStats = false)
           RouteDeltaStreams.relation(
             spark,
-            TableSnapshot.load(spark, path.get, None, None),
+            snapshot,
             options,
             output.map(_.asInstanceOf[AttributeReference]),
             Some(rel),
             identifyingName
           )
+        }
     }
   }
 }

@@ -47,11 +47,13 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     }
   }
 
-  test("every setting has a default, a session key, and is a read option (routing excepted)") {
+  test(
+    "every setting has a default, a session key, and is a read option (session-only ones excepted)"
+  ) {
     val keys = O.Defaults.keySet
     assert(keys.map(_.toLowerCase).size === keys.size) // one spelling each
     assert(
-      O.KnownReadOptions === (keys - O.Enabled - O.RouteAtLoad ++ Set(
+      O.KnownReadOptions === (keys - O.Enabled - O.RouteAtLoad - O.PrefetchTail ++ Set(
         O.VersionAsOf,
         O.TimestampAsOf,
         "path",
