@@ -180,6 +180,34 @@ class CorrectnessSuite extends AnyFunSuite with DeltaOracle {
       spark.range(15, 20).write.format("delta").mode("append").save(path)
       assert(pinned.count() === 10)
       assert(routed.count() === 20 && direct.count() === 20)
+
+      // With no commit since, an execution keeps the version its DataFrame saw without listing
+      // the log (TableSnapshot.newest probes the next commit file); a table recreated at the same
+      // path, with fewer versions or with as many, is still read anew.
+      def recreate(versions: Int, from: Long): Unit = {
+        org.apache.commons.io.FileUtils.deleteDirectory(new File(path))
+        DeltaLog.clearCache()
+        (0 until versions).foreach { v =>
+          spark
+            .range(from + v * 2, from + v * 2 + 2)
+            .write
+            .format("delta")
+            .mode("append")
+            .save(path)
+        }
+      }
+      val again = spark.read.format("delta").load(path)
+      assert(again.count() === 20 && again.count() === 20)
+      recreate(versions = 1, from = 100) // v0 only: the DataFrame saw v2
+      assert(again.count() === 2 && routed.count() === 2 && direct.count() === 2)
+      assert(again.collect().map(_.getLong(0)).sorted.toSeq === Seq(100L, 101L))
+      val seen = spark.read.format("delta").load(path)
+      assert(seen.count() === 2)
+      recreate(versions = 1, from = 200) // v0 again, another file
+      assert(seen.collect().map(_.getLong(0)).sorted.toSeq === Seq(200L, 201L))
+      assert(
+        seen.collect().map(_.getLong(0)).sorted.toSeq === asOracle(sorted(v1(path))).map(_.head)
+      )
     }
   }
 

@@ -221,6 +221,10 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
     private val loaded = scala.collection.mutable.Map.empty[String, TableSnapshot]
     def apply(table: String): TableSnapshot =
       loaded.getOrElseUpdate(table, TableSnapshot.load(spark, table, None, None))
+
+    /** The same, from a snapshot loaded before (kept when it is still the newest). */
+    def from(known: TableSnapshot): TableSnapshot =
+      loaded.getOrElseUpdate(known.table, TableSnapshot.newest(spark, known))
   }
 
   /** Rewrites relations top-down; `options` are the user's read options tagged on an ancestor. */
@@ -280,7 +284,7 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
   private def resolveNewest(plan: LogicalPlan, newest: Newest): LogicalPlan =
     plan.transformDown {
       case r @ DataSourceV2Relation(t: DeltaReplayTable, output, _, _, _, _) if t.needsResolving =>
-        val snapshot = newest(t.snapshot.table)
+        val snapshot = newest.from(t.snapshot)
         checkReadable(snapshot, output)
         r.copy(table = t.resolvedTo(snapshot))
     }

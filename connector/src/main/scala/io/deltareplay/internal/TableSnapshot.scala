@@ -28,6 +28,59 @@ private[deltareplay] case class TableSnapshot(
 
 private[deltareplay] object TableSnapshot {
 
+  /**
+   * The table's newest version: `known` itself when it still is, found without listing
+   * `_delta_log`, else the table loaded again (one listing). `known` is still the newest when its
+   * newest commit file is still the one it listed (length, and ETag or time) and the next commit
+   * file does not exist: commits are written one version after the other, each only if absent, so
+   * no newer version can exist then, and a table recreated at the same path has another newest
+   * commit file. Two status requests (HEADs on S3) instead of a LIST; a segment with no commit
+   * after its checkpoint, or any failure of the probe, loads again.
+   */
+  def newest(spark: SparkSession, known: TableSnapshot): TableSnapshot =
+    if (stillNewest(spark, known.segment)) known
+    else load(spark, known.table, None, None)
+
+  private def stillNewest(spark: SparkSession, segment: LogSegment): Boolean =
+    segment.commits.lastOption.exists { last =>
+      LogFiles.commitVersionOf(last.getPath.toString) == segment.version && {
+        val fs = last.getPath.getFileSystem(spark.sessionState.newHadoopConf())
+        val next = new Path(segment.logPath, LogFiles.commitName(segment.version + 1))
+        try
+          sameFile(MetaCache.FileId(fs.getFileStatus(last.getPath)), MetaCache.FileId(last)) &&
+            !exists(fs, next)
+        catch {
+          case scala.util.control.NonFatal(_) => false
+        }
+      }
+    }
+
+  /**
+   * Whether two statuses of one path are of the same file: the same length and, where the store
+   * gives one, the same ETag, else the same modification time (S3 lists times in milliseconds but a
+   * HEAD answers in seconds).
+   */
+  private def sameFile(now: MetaCache.FileId, was: MetaCache.FileId): Boolean =
+    now.length == was.length && ((now.etag, was.etag) match {
+      case (Some(a), Some(b)) => a == b
+      case _ => now.modified == was.modified
+    })
+
+  /**
+   * Whether `path` exists, asked with `openFile` (on S3A one HEAD: `exists` would also list the key
+   * as a directory prefix). Nothing is read.
+   */
+  private def exists(fs: org.apache.hadoop.fs.FileSystem, path: Path): Boolean =
+    try {
+      fs.openFile(path).build().get().close()
+      true
+    } catch {
+      case _: java.io.FileNotFoundException => false
+      case e: java.util.concurrent.ExecutionException
+          if e.getCause.isInstanceOf[java.io.FileNotFoundException] =>
+        false
+    }
+
   /** Loads `path` at `version`, at `timestamp`, or at its newest version. */
   def load(
       spark: SparkSession,
