@@ -51,20 +51,26 @@ private[deltareplay] object ScanPlanner {
     val keep = keeper(entry, readPartitionSchema)
     val kept = mutable.ArrayBuffer.empty[KeptFile]
     var pruned = 0L
-    // column-wise first passes leave out rows the predicates refuse; they run on the rest
+    // Column-wise first passes leave out rows the predicates would refuse; the compiled
+    // predicates then run only on the rows left in.
     index.foreachChunk { (batch, live) =>
-      if (!filter.prunes) pruned += live.cardinality()
-      filter.pruneCandidates(batch).foreach(live.and)
       val skip = filter.skipCandidates(batch)
-      if (!filter.prunes) skip.foreach(live.and)
-      var i = live.nextSetBit(0)
-      while (i >= 0) {
-        val e = batch.getRow(i)
-        if (!filter.prunes || filter.keepsPartition(e)) {
-          if (filter.prunes) pruned += 1
-          if (skip.forall(_.get(i)) && filter.mayMatch(e)) kept += keep(e)
+      if (filter.prunes) {
+        filter.pruneCandidates(batch).foreach(live.and)
+        foreachSet(live) { i =>
+          val e = batch.getRow(i)
+          if (filter.keepsPartition(e)) {
+            pruned += 1
+            if (skip.forall(_.get(i)) && filter.mayMatch(e)) kept += keep(e)
+          }
         }
-        i = live.nextSetBit(i + 1)
+      } else {
+        pruned += live.cardinality()
+        skip.foreach(live.and)
+        foreachSet(live) { i =>
+          val e = batch.getRow(i)
+          if (filter.mayMatch(e)) kept += keep(e)
+        }
       }
     }
     val partitions = splits(spark, snapshot, kept.toSeq)
@@ -80,6 +86,14 @@ private[deltareplay] object ScanPlanner {
       hasDeletionVectors = kept.exists(_.dv.isDefined),
       planMillis = (System.nanoTime() - started) / 1000000
     )
+  }
+
+  private def foreachSet(rows: java.util.BitSet)(f: Int => Unit): Unit = {
+    var i = rows.nextSetBit(0)
+    while (i >= 0) {
+      f(i)
+      i = rows.nextSetBit(i + 1)
+    }
   }
 
   /** Takes what a split needs out of an entry row; equal partition rows are shared. */

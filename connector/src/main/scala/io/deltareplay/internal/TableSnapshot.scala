@@ -91,7 +91,10 @@ private[deltareplay] object TableSnapshot {
     val started = System.nanoTime()
     val hadoopConf = spark.sessionState.newHadoopConf()
     val raw = new Path(path)
-    val qualified = raw.getFileSystem(hadoopConf).makeQualified(raw)
+    // through its string form: `file:///t` and `file:/t` name one table, and an execution that
+    // keeps a snapshot loaded from the user's path ([[newest]]) must find the index a load from
+    // `table` (the string form) cached
+    val qualified = new Path(raw.getFileSystem(hadoopConf).makeQualified(raw).toString)
     if (version.isDefined && timestamp.isDefined) throw Errors.bothVersionAndTimestamp(path)
     val pinned = version.orElse(timestamp.map(ts => versionAt(spark, qualified, ts)))
     val listing = LogSegment.list(qualified, hadoopConf)

@@ -113,9 +113,12 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
 class OpenCountingFileSystem extends RawLocalFileSystem {
   override def getUri: URI = URI.create("countfs:///")
   override def getScheme: String = "countfs"
+
+  /** Counts files opened (an attempt on a missing file, such as a probe, opens nothing). */
   override def open(f: Path, bufferSize: Int): FSDataInputStream = {
+    val in = super.open(f, bufferSize)
     OpenCountingFileSystem.opened.add(f.getName)
-    super.open(f, bufferSize)
+    in
   }
 }
 
