@@ -201,9 +201,7 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
       IndexCache.clear(spark)
       def fresh(withStats: Boolean) = {
         val segment = TableSnapshot.load(spark, path, None, None).segment
-        val tail = new LocalReplay.Reconciler(segment.paths)
-        tail.applyInOrder(new LogReader(spark, segment).commitActions(withStats))
-        (segment, tail)
+        (segment, LocalReplay.reconcile(new LogReader(spark, segment), segment.paths, withStats))
       }
       val (segment, expected) = fresh(withStats = true)
       assert(expected.count > 0 && !expected.winners.isEmpty)

@@ -305,11 +305,7 @@ private[deltareplay] class DistributedReplay(
 
   /** The fast path's commits after the checkpoint, reconciled on the driver. */
   private def reconciledTail(): LocalReplay.Reconciler =
-    TailPrefetch.take(spark, segment, needStats).getOrElse {
-      val tail = new LocalReplay.Reconciler(paths)
-      tail.applyInOrder(reader.commitActions(needStats))
-      tail
-    }
+    LocalReplay.tailOf(reader, segment, needStats)
 
   /**
    * The type of the statistics taken typed from a checkpoint's `add.stats_parsed` (when asked for,

@@ -174,9 +174,10 @@ private[deltareplay] object IndexCache {
       segment: LogSegment,
       commits: Seq[FileStatus],
       withStats: Boolean
-  ): LocalReplay.Reconciler = {
-    val tail = new LocalReplay.Reconciler(segment.paths)
-    tail.applyInOrder(new LogReader(spark, segment.onlyCommits(commits)).commitActions(withStats))
-    tail
-  }
+  ): LocalReplay.Reconciler =
+    LocalReplay.reconcile(
+      new LogReader(spark, segment.onlyCommits(commits)),
+      segment.paths,
+      withStats
+    )
 }

@@ -62,17 +62,29 @@ private[deltareplay] object LocalReplay {
     }
   }
 
+  /** The commits `reader` reads, reconciled (keys resolved against `paths`). */
+  def reconcile(reader: LogReader, paths: TablePaths, withStats: Boolean): Reconciler = {
+    val tail = new Reconciler(paths)
+    tail.applyInOrder(reader.commitActions(withStats))
+    tail
+  }
+
+  /**
+   * The commits after `segment`'s checkpoint reconciled: parsed ahead of need by [[TailPrefetch]]
+   * if it did, else read now.
+   */
+  def tailOf(reader: LogReader, segment: LogSegment, withStats: Boolean): Reconciler =
+    TailPrefetch
+      .take(reader.spark, segment, withStats)
+      .getOrElse(reconcile(reader, segment.paths, withStats))
+
   /** Live files of the segment and the number of actions replayed. */
   def run(
       reader: LogReader,
       segment: LogSegment,
       needStats: Boolean
   ): (Array[LiveFile], Long) = {
-    val tail = TailPrefetch.take(reader.spark, segment, needStats).getOrElse {
-      val t = new Reconciler(segment.paths)
-      t.applyInOrder(reader.commitActions(needStats))
-      t
-    }
+    val tail = tailOf(reader, segment, needStats)
     val interner = new Replay.Interner
     val live = mutable.ArrayBuffer.empty[LiveFile]
     var checkpointRows = 0L

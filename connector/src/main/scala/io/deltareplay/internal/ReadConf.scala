@@ -139,15 +139,16 @@ private[deltareplay] object ReadConf {
   }
 
   /** Whether routing of `format("delta")` reads is on for this session. */
-  def routingEnabled(spark: SparkSession): Boolean =
-    spark.conf.getOption(O.EnabledKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
+  def routingEnabled(spark: SparkSession): Boolean = on(spark, O.EnabledKey)
 
   /** Whether routed `format("delta").load(...)` reads are resolved by this connector at load. */
   def routeAtLoad(spark: SparkSession): Boolean =
-    routingEnabled(spark) &&
-      spark.conf.getOption(O.RouteAtLoadKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
+    routingEnabled(spark) && on(spark, O.RouteAtLoadKey)
 
   /** Whether the commits after a checkpoint are parsed ahead of need ([[TailPrefetch]]). */
-  def prefetchTail(spark: SparkSession): Boolean =
-    spark.conf.getOption(O.PrefetchTailKey).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
+  def prefetchTail(spark: SparkSession): Boolean = on(spark, O.PrefetchTailKey)
+
+  /** A session-only switch: on unless set to `false`. */
+  private def on(spark: SparkSession, key: String): Boolean =
+    spark.conf.getOption(key).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
 }

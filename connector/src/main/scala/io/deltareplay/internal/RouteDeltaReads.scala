@@ -171,8 +171,7 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
 
   /** This connector's stream over the table, with the columns of delta-spark's source. */
   private def stream(options: Map[String, String]): LogicalPlan = {
-    val snapshot = TableSnapshot.load(spark, options("path"), None, None)
-    TailPrefetch.start(spark, snapshot, withStats = false)
+    val snapshot = RouteDeltaStreams.snapshot(spark, options("path"))
     val output = toAttributes(DeltaAdapter.streamSchema(spark, snapshot.meta))
     RouteDeltaStreams.relation(spark, snapshot, options, output, None, Unassigned)
   }

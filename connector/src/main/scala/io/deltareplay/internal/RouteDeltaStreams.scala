@@ -30,11 +30,9 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
           .orElse(ds.catalogTable.map(_.location.toString))
         if (path.isEmpty || !RouteDeltaStreams.routable(options)) rel
         else {
-          val snapshot = TableSnapshot.load(spark, path.get, None, None)
-          TailPrefetch.start(spark, snapshot, withStats = false)
           RouteDeltaStreams.relation(
             spark,
-            snapshot,
+            RouteDeltaStreams.snapshot(spark, path.get),
             options,
             output.map(_.asInstanceOf[AttributeReference]),
             Some(rel),
@@ -52,6 +50,16 @@ private[deltareplay] object RouteDeltaStreams {
     options,
     DeltaReplayOptions.KnownReadOptions ++ StreamOptions.Known + "streaming.snapshotstoragelevel"
   )
+
+  /**
+   * The newest snapshot of the table a stream reads, its commit tail parsed ahead of the stream's
+   * first batch ([[TailPrefetch]]; a stream's snapshot needs no statistics).
+   */
+  def snapshot(spark: SparkSession, path: String): TableSnapshot = {
+    val loaded = TableSnapshot.load(spark, path, None, None)
+    TailPrefetch.start(spark, loaded, withStats = false)
+    loaded
+  }
 
   /**
    * This connector's stream over `snapshot`'s table with `output`; `v1` is delta-spark's relation

@@ -75,11 +75,8 @@ private[deltareplay] object TailPrefetch extends Logging {
         pending.synchronized {
           expire(pending)
           if (!pending.containsKey(k)) {
-            val task: Callable[LocalReplay.Reconciler] = () => {
-              val tail = new LocalReplay.Reconciler(segment.paths)
-              tail.applyInOrder(new LogReader(spark, segment).commitActions(withStats))
-              tail
-            }
+            val task: Callable[LocalReplay.Reconciler] =
+              () => LocalReplay.reconcile(new LogReader(spark, segment), segment.paths, withStats)
             pending.put(k, new Pending(withStats, pool.submit(task), System.currentTimeMillis()))
           }
         }
