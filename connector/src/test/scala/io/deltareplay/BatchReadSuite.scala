@@ -3,7 +3,7 @@ package io.deltareplay
 import java.io.File
 
 import io.deltareplay.test.DeltaOracle
-import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.functions.{col, when}
 import org.scalatest.funsuite.AnyFunSuite
 
 /** Shapes of tables delta-spark writes, read by this connector and by V1 at the same version. */
@@ -127,6 +127,67 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         assert(m.filesAfterSkipping < m.liveFiles, s"stats_parsed did not skip: $m")
       }
     }
+  }
+
+  test(
+    "a checkpoint whose typed statistics miss some adds: the JSON statistics of those still skip"
+  ) {
+    withTempDir { dir =>
+      val path = table(dir)
+      (0 until 6).foreach(i => append(path, i * 100, (i + 1) * 100))
+      org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint()
+      val log = new File(path, "_delta_log")
+      val checkpoint = log.listFiles().find(_.getName.endsWith(".checkpoint.parquet")).get
+      // delta-spark writes typed statistics for every add: replay never reads the JSON column
+      assert(footerFacts(checkpoint).statsParsedInEveryAdd)
+      // Another writer's checkpoint: `stats_parsed` only for the files of ids 300 and up, the JSON
+      // statistics for every file. Written as one Parquet file in place of delta-spark's.
+      val actions = spark.read.parquet(checkpoint.getPath)
+      val typedFrom300 = when(col("add.stats_parsed.minValues.id") >= 300, col("add.stats_parsed"))
+      val rewritten = new File(dir, "rewritten")
+      actions
+        .withColumn("add", col("add").withField("stats_parsed", typedFrom300))
+        .coalesce(1)
+        .write
+        .parquet(rewritten.getPath)
+      val part = rewritten.listFiles().find(_.getName.endsWith(".parquet")).get
+      java.nio.file.Files.move(
+        part.toPath,
+        checkpoint.toPath,
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING
+      )
+      new File(log, s".${checkpoint.getName}.crc").delete()
+      assert(!footerFacts(checkpoint).statsParsedInEveryAdd)
+      append(path, 900, 910) // a commit after the checkpoint
+      val query = (df: org.apache.spark.sql.DataFrame) => df.where("id = 150")
+      val metrics = assertSameAsV1(path, query = query)
+      // the files of ids below 300 are skipped by their JSON statistics in every mode
+      val skippedTo = metrics("local").filesAfterSkipping
+      assert(skippedTo < 3, metrics("local"))
+      metrics.foreach { case (mode, m) => assert(m.filesAfterSkipping === skippedTo, s"$mode: $m") }
+      // and the first read with a filter (the checkpoint read through it) keeps them too
+      withConf(
+        "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+        "spark.deltareplay.index.buildInBackground" -> "false"
+      ) {
+        io.deltareplay.internal.IndexCache.clear(spark)
+        val df = query(ours(path))
+        assert(sorted(df) === sorted(query(v1(path))))
+        val m = deltaReplayScans(df).head.metrics
+        assert(m.replayMode.endsWith("checkpoint filtered by the query)"), m)
+        assert(m.filesAfterSkipping === skippedTo, m)
+      }
+    }
+  }
+
+  private def footerFacts(file: File): io.deltareplay.internal.FooterFacts = {
+    val in = org.apache.parquet.hadoop.util.HadoopInputFile
+      .fromPath(new org.apache.hadoop.fs.Path(file.getPath), spark.sessionState.newHadoopConf())
+    val reader = org.apache.parquet.hadoop.ParquetFileReader.open(in)
+    try
+      io.deltareplay.internal
+        .FooterFacts(reader.getFooter, new org.apache.spark.sql.types.StructType())
+    finally reader.close()
   }
 
   test("a table path with spaces and special characters") {

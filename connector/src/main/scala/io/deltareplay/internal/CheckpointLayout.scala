@@ -5,11 +5,17 @@ import org.apache.spark.sql.catalyst.expressions.{BoundReference, StructsToJson}
 import org.apache.spark.sql.types._
 
 /**
- * How to read file actions out of one checkpoint Parquet file, given its footer schema: the add and
- * remove fields of [[FileAction.LogSchema]], plus `add.stats_parsed` (last in `add`) when
- * statistics are needed and the file has it; `add.stats` (JSON) wins when both are present.
+ * How to read file actions out of one checkpoint Parquet file, given its footer: the add and remove
+ * fields of [[FileAction.LogSchema]], plus `add.stats_parsed` (last in `add`) when statistics are
+ * needed and the file has it; on the driver `add.stats` (JSON) wins when both are present.
+ * `statsParsedInEveryAdd` ([[FooterFacts]]): the JSON statistics are never needed where the typed
+ * ones are taken.
  */
-private[deltareplay] case class CheckpointLayout(readSchema: StructType, hasStatsParsed: Boolean) {
+private[deltareplay] case class CheckpointLayout(
+    readSchema: StructType,
+    hasStatsParsed: Boolean,
+    statsParsedInEveryAdd: Boolean = false
+) {
 
   private val addType = readSchema("add").dataType.asInstanceOf[StructType]
 
@@ -35,16 +41,17 @@ private[deltareplay] case class CheckpointLayout(readSchema: StructType, hasStat
 private[deltareplay] object CheckpointLayout {
   val StatsParsedField = "stats_parsed"
 
-  /** The layout of a checkpoint file with this footer schema. */
-  def forFile(footer: StructType, needStats: Boolean): CheckpointLayout = {
-    val footerAdd = footer.fields.find(_.name == "add").map(_.dataType).collect {
+  /** The layout of a checkpoint file with this footer. */
+  def forFile(footer: FooterFacts, needStats: Boolean): CheckpointLayout = {
+    val footerAdd = footer.schema.fields.find(_.name == "add").map(_.dataType).collect {
       case s: StructType => s
     }
     val parsed = footerAdd.flatMap(_.fields.find(_.name == StatsParsedField)).filter(_ => needStats)
     val addType = parsed.fold(FileAction.AddType)(p => FileAction.AddType.add(p))
     CheckpointLayout(
       new StructType().add("add", addType).add("remove", FileAction.RemoveType),
-      parsed.isDefined
+      parsed.isDefined,
+      parsed.isDefined && footer.statsParsedInEveryAdd
     )
   }
 }

@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.datasources.json.JsonFileFormat
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{StringType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
@@ -414,7 +414,7 @@ private[deltareplay] class DistributedReplay(
       }
     // Parquet files with the same footer layout are read together.
     val byLayout =
-      parquet.groupBy(f => CheckpointLayout.forFile(reader.footerSchema(f), needStats))
+      parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
     val fromParquet = byLayout.map { case (layout, fs) =>
       val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
       val addType = layout.readSchema("add").dataType.asInstanceOf[StructType]
@@ -431,7 +431,11 @@ private[deltareplay] class DistributedReplay(
           val aligned = SparkBridge.column(
             FileEntry.align(SparkBridge.expression(col(parsedField)), parsedType, target)
           )
-          normalize(raw, lit(version), when(aligned.isNull, col("add.stats")), aligned)
+          // the JSON only where a row has no typed statistics; not read when none lacks them
+          val json =
+            if (layout.statsParsedInEveryAdd) lit(null).cast(StringType)
+            else when(aligned.isNull, col("add.stats"))
+          normalize(raw, lit(version), json, aligned)
         case (true, None) =>
           normalize(raw, lit(version), coalesce(col("add.stats"), to_json(col(parsedField))))
         case _ => normalize(raw, lit(version), col("add.stats"))

@@ -50,6 +50,7 @@ private[deltareplay] object IndexCache {
     cacheOf.remove(spark).foreach(_.entries.values().forEach(_.index.release()))
     MetaCache.clear(spark)
     CommitTexts.clear(spark)
+    CheckpointFooters.clear(spark)
     NarrowedIndexes.clear(spark)
   }
 

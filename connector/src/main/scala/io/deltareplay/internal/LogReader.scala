@@ -206,7 +206,7 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
           action(file, FileAction.fromJson(parseLine(file, l), version, needStats))
         }
       } else {
-        val layout = CheckpointLayout.forFile(footerSchema(file), needStats)
+        val layout = CheckpointLayout.forFile(footerFacts(file), needStats)
         readParquet(file, layout.readSchema)(row => layout.toAction(version, row)).iterator
       }
     }
@@ -245,17 +245,24 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
   def estimatedFiles(): Long = {
     val files = segment.checkpoint ++ (if (segment.checkpointVersion.isDefined) sidecars() else Nil)
     val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
-    val fromParquet = parquet.map(file => footer(file)(_.getRecordCount)).sum
+    val fromParquet = parquet.map(footerFacts(_).rows).sum
     fromParquet + (json.map(_.getLen).sum + segment.commitBytes) / 512
   }
 
   // ---------------------------------------------------------------- Parquet on the driver
 
-  def footerSchema(file: FileStatus): StructType =
-    footer(file) { reader =>
-      new ParquetToSparkSchemaConverter(hadoopConf).convert(
-        reader.getFooter.getFileMetaData.getSchema
-      )
+  def footerSchema(file: FileStatus): StructType = footerFacts(file).schema
+
+  /** The footer facts of a checkpoint Parquet file, read once per file ([[CheckpointFooters]]). */
+  def footerFacts(file: FileStatus): FooterFacts =
+    CheckpointFooters.facts(spark, file) {
+      footer(file) { reader =>
+        val meta = reader.getFooter
+        FooterFacts(
+          meta,
+          new ParquetToSparkSchemaConverter(hadoopConf).convert(meta.getFileMetaData.getSchema)
+        )
+      }
     }
 
   /**
