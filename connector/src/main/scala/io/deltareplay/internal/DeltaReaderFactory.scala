@@ -104,10 +104,60 @@ private[deltareplay] case class DeltaReaderFactory(
     }
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
-    val (files, _) = splits(partition)
+    val (files, dvs) = splits(partition)
+    val columns = outputColumns()
     new ChainedReader[ColumnarBatch](
-      files.iterator.map(f => guard(f)(parquet.buildColumnarReader(f)))
+      files.indices.iterator.map(i => columnarReader(files(i), dvs(i), columns))
     )
+  }
+
+  /**
+   * The reader's columns a batch returns, in order (the row index dropped, the output order
+   * applied); null when the reader's batches are already right.
+   */
+  private def outputColumns(): Array[Int] =
+    if (rowIndexOrdinal < 0 && outputOrdinals == null) null
+    else {
+      val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
+      (if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)).toArray
+    }
+
+  /**
+   * The batches of `file` as the Parquet reader decodes them; with a deletion vector, each batch
+   * with a deleted row is a selection of the rows left ([[SelectedColumnVector]]), and a batch
+   * whose rows are all deleted is skipped.
+   */
+  private def columnarReader(
+      file: PartitionedFile,
+      dv: DvDescriptor,
+      columns: Array[Int]
+  ): PartitionReader[ColumnarBatch] = {
+    val base = guard(file)(parquet.buildColumnarReader(file))
+    if (columns == null) base
+    else {
+      val deleted: Long => Boolean =
+        if (dv == null || !deletes) null
+        else DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value)
+      new PartitionReader[ColumnarBatch] {
+        private var current: ColumnarBatch = _
+        override def next(): Boolean = {
+          var found = false
+          while (!found && base.next()) {
+            val batch = base.get()
+            val rows =
+              if (deleted == null) null
+              else SelectedColumnVector.kept(batch.column(rowIndexOrdinal), batch.numRows, deleted)
+            if (rows == null || rows.length > 0) {
+              current = SelectedColumnVector.select(batch, columns, rows)
+              found = true
+            }
+          }
+          found
+        }
+        override def get(): ColumnarBatch = current
+        override def close(): Unit = base.close()
+      }
+    }
   }
 
   /** Opens and reads `file`, turning a missing file into an error that names it. */
@@ -176,8 +226,9 @@ private[deltareplay] object DeltaReaderFactory {
 
   /**
    * A factory reading `readDataSchema` (logical; read through its physical names) and
-   * `readPartitionSchema` with Spark's Parquet reader. With `withRowIndex`, rows deleted by a
-   * file's deletion vector are dropped (row-based); otherwise reads may be columnar.
+   * `readPartitionSchema` with Spark's Parquet reader. With `deletes`, rows deleted by a file's
+   * deletion vector are dropped; reads are columnar when Spark's vectorized reader takes the schema
+   * and no `_metadata` field is asked for.
    */
   def create(
       spark: SparkSession,
@@ -205,7 +256,9 @@ private[deltareplay] object DeltaReaderFactory {
     val (parquet, broadcastConf) =
       parquetReader(spark, sqlConf, fullData, readData, readPartitionSchema, parquetFilters)
     val vectorized = parquet.supportColumnarReads(null)
-    val columnar = !withRowIndex && vectorized && metadata.isEmpty
+    // deletion vectors keep reads columnar (a selection of each batch's rows); `_metadata` is
+    // joined to rows
+    val columnar = vectorized && metadata.isEmpty
     val manifests =
       if (!withManifests) null
       else {

@@ -115,7 +115,7 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
     )
     // Rows come out in the table's column order, as the streaming relation expects.
     val produced = (planner.dataSchema ++ planner.partitionSchema).map(_.name)
-    base.copy(columnar = false, outputOrdinals = start.schema.fieldNames.map(produced.indexOf))
+    base.copy(outputOrdinals = start.schema.fieldNames.map(produced.indexOf))
   }
 
   override def commit(end: OffsetV2): Unit = {
