@@ -139,18 +139,12 @@ private[deltareplay] class DistributedReplay(
           ) =
             if (useFastPath) {
               val tail = reconciledTail()
+              // only the n smallest of the commits' adds can be among the first n files: only
+              // those become entries
               val toEntry = entry.projector()
-              val files = tail
-                .liveFiles()
-                .map { f =>
-                  val r = toEntry(f)
-                  (
-                    r.getLong(entry.Ord.ModificationTime),
-                    StreamSnapshot.pathKey(p, entry.Ord.Path, r),
-                    r
-                  )
-                }
-                .toArray
+              val files = StreamSnapshot
+                .smallestLive(tail.liveFiles(), p, n)
+                .map { case (time, key, f) => (time, key, toEntry(f)) }
               (
                 tail.winners.containsKey(_),
                 files,

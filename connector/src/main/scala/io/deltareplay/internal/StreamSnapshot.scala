@@ -481,6 +481,22 @@ private[deltareplay] object StreamSnapshot {
     (heap.toArray(new Array[(Long, UTF8String, InternalRow)](0)), left)
   }
 
+  /** The `n` smallest of `files` in snapshot order, keyed as their entries would be. */
+  def smallestLive(
+      files: Seq[LiveFile],
+      paths: TablePaths,
+      n: Int
+  ): Array[(Long, UTF8String, LiveFile)] = {
+    val keyed = files.map(f => (f.modificationTime, paths.key(UTF8String.fromString(f.path)), f))
+    val sorted = keyed.toArray
+    java.util.Arrays.sort(
+      sorted,
+      (a: (Long, UTF8String, LiveFile), b: (Long, UTF8String, LiveFile)) =>
+        KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
+    )
+    sorted.take(n)
+  }
+
   /** Keyed rows sorted in snapshot order (in place). */
   def inOrder(
       rows: Array[(Long, UTF8String, InternalRow)]
