@@ -535,6 +535,26 @@ def append_commit(table: str | Path, nth: int = 1) -> Callable[[], None]:
     return undo
 
 
+def restore(table: str | Path) -> list[str]:
+    """Removes what :func:`append_commit` may have left behind (a measurement killed before its
+    undo ran): commits after the manifest's version and the files they added. Returns the names
+    removed."""
+    table = Path(table)
+    version = int(manifest(table)["version"])
+    removed: list[str] = []
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        stem = f.name.split(".", 1)[0]
+        if stem.isdigit() and int(stem) > version:
+            for crc in f.parent.glob(f"{stem}.*crc"):
+                crc.unlink()
+            f.unlink()
+            removed.append(f.name)
+    for f in table.glob("replan-*.parquet"):
+        f.unlink()
+        removed.append(f.name)
+    return removed
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m delta_replay_bench.synth``: generate one table, print its manifest."""
     parser = argparse.ArgumentParser(prog="python -m delta_replay_bench.synth")

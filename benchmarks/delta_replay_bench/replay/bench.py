@@ -287,6 +287,12 @@ def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> l
             job.update(store=store.to_json(), local_table=manifest["local_table"])
         if master != "local[2]":
             job["measures"] = []
+        if manifest.get("synthetic"):
+            from ..synth import restore
+
+            left = restore(manifest.get("local_table") or manifest["table"])
+            if left:
+                _say(f"[{n}/{len(plan)}] removed what an earlier measurement left: {left}")
         result = _run_job(job, args.timeout)
         row = _row(manifest, reader, kind, master, result)
         rows.append(row)
