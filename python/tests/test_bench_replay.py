@@ -227,6 +227,43 @@ def test_report_says_a_retained_heap_within_the_noise_is_noise() -> None:
     assert "0.50x" in next(x for x in lines if "retained heap vs V1" in x)
 
 
+def test_report_gives_the_query_and_stream_targets_of_the_routed_reader() -> None:
+    def row(reader: str, kind: str = "batch", **measures: object) -> dict[str, object]:
+        return {
+            "table": "synthetic",
+            "files": 1_000_000,
+            "reader": reader,
+            "kind": kind,
+            "master": "local[2]",
+            **measures,
+        }
+
+    rows = [
+        row(
+            "delta-replay-routed",
+            cold_selective={"seconds": 3.0, "again_s": 0.3},
+            replan={"selective_planning_s": 0.1},
+        ),
+        row(
+            "v1",
+            cold_selective={"seconds": 30.0, "again_s": 6.0},
+            replan={"selective_planning_s": 20.0},
+        ),
+        row("kernel-v2", cold_selective={"seconds": 25.0}),
+        row("delta-rs", "delta-rs", load_and_list_s=2.5),
+        row("delta-replay-routed", "stream", stream={"first_batch_s": 4.5}),
+        row("kernel-v2-raised", "stream", stream={"first_batch_s": 15.0}),
+    ]
+    lines = targets(rows)
+    first = next(x for x in lines if "first selective query" in x)
+    assert "vs V1: 0.10x" in first and "vs Kernel V2: 0.12x" in first, first
+    assert "delta-rs load + file list: 1.20x" in first, first
+    assert "0.050x" in next(x for x in lines if "the same query again" in x)
+    assert "0.10 s" in next(x for x in lines if "after one new commit" in x)
+    stream = next(x for x in lines if "first micro-batch" in x)
+    assert "4.50 s" in stream and "raised: 0.30x" in stream, stream
+
+
 def test_store_serves_a_placed_table_and_counts_its_requests(tmp_path: Path) -> None:
     """``bench replay --store s3``'s plumbing without Spark: a cached table put into the bucket
     as a symlink is read by delta-rs over S3 (endpoint override, plain http), the files carry

@@ -38,4 +38,5 @@ def tables_of(rows: Iterable[Row]) -> list[tuple[str, int]]:
 def ratio(a: float | None, b: float | None) -> str:
     if a is None or b is None or b == 0:
         return "n/a"
-    return f"{a / b:.2f}x"
+    x = a / b
+    return f"{x:.2f}x" if x >= 0.1 else f"{x:.3f}x"
