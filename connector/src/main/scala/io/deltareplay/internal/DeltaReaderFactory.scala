@@ -89,9 +89,7 @@ private[deltareplay] case class DeltaReaderFactory(
   private def outputProjection(): UnsafeProjection =
     if (rowIndexOrdinal < 0 && outputOrdinals == null && metadata.isEmpty) null
     else {
-      val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
-      val ordered = if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)
-      val columns = ordered.map { i =>
+      val columns = visibleInOrder.map { i =>
         BoundReference(i, parquetOutput(i).dataType, parquetOutput(i).nullable)
       }
       val rowIndex =
@@ -116,11 +114,18 @@ private[deltareplay] case class DeltaReaderFactory(
    * applied); null when the reader's batches are already right.
    */
   private def outputColumns(): Array[Int] =
-    if (rowIndexOrdinal < 0 && outputOrdinals == null) null
-    else {
-      val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
-      (if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)).toArray
-    }
+    if (rowIndexOrdinal < 0 && outputOrdinals == null) null else visibleInOrder.toArray
+
+  /** The reader's columns but the row index, in output order. */
+  private def visibleInOrder: Seq[Int] = {
+    val visible = parquetOutput.indices.filter(_ != rowIndexOrdinal)
+    if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)
+  }
+
+  /** Whether a row (by its row index) is deleted by `dv`, when the scan drops deleted rows. */
+  private def deletedBy(dv: DvDescriptor): Option[Long => Boolean] =
+    if (dv == null || !deletes) None
+    else Some(DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value))
 
   /**
    * The batches of `file` as the Parquet reader decodes them; with a deletion vector, each batch
@@ -135,9 +140,7 @@ private[deltareplay] case class DeltaReaderFactory(
     val base = guard(file)(parquet.buildColumnarReader(file))
     if (columns == null) base
     else {
-      val deleted: Long => Boolean =
-        if (dv == null || !deletes) null
-        else DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value)
+      val deleted = deletedBy(dv).orNull
       new PartitionReader[ColumnarBatch] {
         private var current: ColumnarBatch = _
         override def next(): Boolean = {
@@ -197,9 +200,7 @@ private[deltareplay] case class DeltaReaderFactory(
       else guard(file)(parquet.buildReader(file))
     if (project == null) base
     else {
-      val deleted: Long => Boolean =
-        if (dv == null || !deletes) _ => false
-        else DeltaAdapter.loadDeletionVector(dv, new Path(tablePath), conf.value.value)
+      val deleted: Long => Boolean = deletedBy(dv).getOrElse(_ => false)
       val joined =
         if (metadata.isEmpty) null else new JoinedRow(null, FileMetadata.constants(file))
       new PartitionReader[InternalRow] {
