@@ -494,15 +494,23 @@ def table_version(table: str | Path) -> int:
     return int(manifest(table)["version"])
 
 
-def repair(table: str | Path) -> None:
-    """Removes what an interrupted :func:`append_commit` left (commits past the manifest)."""
+def repair(table: str | Path) -> list[str]:
+    """Removes what an interrupted :func:`append_commit` left (a measurement killed before its
+    undo ran): commits past the manifest's version, their checksums, the files they added.
+    Returns the names removed."""
     table = Path(table)
     version = table_version(table)
-    for commit in (table / "_delta_log").glob("*.json"):
+    removed: list[str] = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
         if commit.stem.isdigit() and int(commit.stem) > version:
+            for crc in commit.parent.glob(f"{commit.stem}.*crc"):
+                crc.unlink()
             commit.unlink()
+            removed.append(commit.name)
     for stray in table.glob("replan-*.parquet"):
         stray.unlink()
+        removed.append(stray.name)
+    return removed
 
 
 def append_commit(table: str | Path, nth: int = 1) -> Callable[[], None]:
@@ -533,26 +541,6 @@ def append_commit(table: str | Path, nth: int = 1) -> Callable[[], None]:
         (table / name).unlink(missing_ok=True)
 
     return undo
-
-
-def restore(table: str | Path) -> list[str]:
-    """Removes what :func:`append_commit` may have left behind (a measurement killed before its
-    undo ran): commits after the manifest's version and the files they added. Returns the names
-    removed."""
-    table = Path(table)
-    version = int(manifest(table)["version"])
-    removed: list[str] = []
-    for f in sorted((table / "_delta_log").glob("*.json")):
-        stem = f.name.split(".", 1)[0]
-        if stem.isdigit() and int(stem) > version:
-            for crc in f.parent.glob(f"{stem}.*crc"):
-                crc.unlink()
-            f.unlink()
-            removed.append(f.name)
-    for f in table.glob("replan-*.parquet"):
-        f.unlink()
-        removed.append(f.name)
-    return removed
 
 
 def main(argv: list[str] | None = None) -> int:

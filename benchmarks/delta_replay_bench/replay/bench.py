@@ -20,8 +20,6 @@ import datetime
 import json
 import os
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import store as s3
+from .processes import generate_table, run_job
 from .readers import READERS, STREAM_READERS
 from .report import heap_figure
 
@@ -154,43 +153,6 @@ def _spec(files: int, args: ReplayConfig) -> Any:
     )
 
 
-def _generate(root: Path, extra: list[str], driver_memory: str, timeout_s: float) -> dict:
-    """Generates (or reuses) one table in its own process; returns its manifest."""
-    cmd = [sys.executable, "-m", "delta_replay_bench.synth", f"--root={root}", *extra]
-    cmd.append(f"--driver-memory={driver_memory}")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    found: dict | None = None
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("MANIFEST "):
-            found = json.loads(line.removeprefix("MANIFEST "))
-        else:
-            print(line, end="", flush=True)
-    if proc.wait(timeout=timeout_s) != 0 or found is None:
-        raise RuntimeError(f"table generation failed ({' '.join(cmd)}): see its output above")
-    return found
-
-
-def _run_job(job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """One measurement in a fresh Python process; errors, OOM and timeouts come back as results."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        job = {**job, "launched_at": time.time()}
-        json.dump(job, f)
-    cmd = [sys.executable, "-m", "delta_replay_bench.replay.worker", f.name]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout_s:.0f}s"}
-    finally:
-        os.unlink(f.name)
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return dict(json.loads(line.removeprefix("RESULT ")))
-    lines = [x for x in proc.stderr.strip().splitlines() if "Error" in x or "Exception" in x]
-    tail = (lines or proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"error": f"exit {proc.returncode}: {tail[:400]}"}
-
-
 def _label(manifest: dict[str, Any]) -> str:
     return "synthetic" if manifest.get("synthetic") else "real"
 
@@ -237,12 +199,14 @@ def _row(manifest: dict[str, Any], reader: str, kind: str, master: str, result: 
 def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> list[dict[str, Any]]:
     sizes = list(args.sizes or FULL_SIZES)
     gen_timeout = 3600.0
-    warm = _generate(root, ["--files=20", "--files-per-commit=10", "--data"], "1g", gen_timeout)
+    warm = generate_table(
+        root, ["--files=20", "--files-per-commit=10", "--data"], "1g", gen_timeout
+    )
     manifests = [
-        _generate(root, _synth_args(n, args), args.driver_memory, gen_timeout) for n in sizes
+        generate_table(root, _synth_args(n, args), args.driver_memory, gen_timeout) for n in sizes
     ]
     if args.real_files:
-        real = _generate(root, ["--real", f"--files={args.real_files}"], "2g", gen_timeout)
+        real = generate_table(root, ["--real", f"--files={args.real_files}"], "2g", gen_timeout)
         manifests.insert(1 if len(manifests) > 1 else len(manifests), real)
     if store is not None:
         warm = s3.placed(store, warm)
@@ -288,12 +252,12 @@ def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> l
         if master != "local[2]":
             job["measures"] = []
         if manifest.get("synthetic"):
-            from ..synth import restore
+            from ..synth import repair
 
-            left = restore(manifest.get("local_table") or manifest["table"])
+            left = repair(manifest.get("local_table") or manifest["table"])
             if left:
                 _say(f"[{n}/{len(plan)}] removed what an earlier measurement left: {left}")
-        result = _run_job(job, args.timeout)
+        result = run_job(job, args.timeout)
         row = _row(manifest, reader, kind, master, result)
         rows.append(row)
         _say(f"[{n}/{len(plan)}] {label}: {_summary(row)} ({time.monotonic() - started:.0f}s)")
