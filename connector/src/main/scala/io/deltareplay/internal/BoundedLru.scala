@@ -25,6 +25,17 @@ private[internal] final class BoundedLru[K, V](
     }
   }
 
+  /**
+   * The value kept for `key`, or `read` (not under the lock: two callers may both read), kept when
+   * `keep` accepts it.
+   */
+  def getOrRead(key: K, keep: V => Boolean = (_: V) => true)(read: => V): V =
+    get(key).getOrElse {
+      val fresh = read
+      if (keep(fresh)) put(key, fresh)
+      fresh
+    }
+
   /** Drops every value whose key `drop` accepts. */
   def removeKeys(drop: K => Boolean): Unit = synchronized {
     val it = kept.entrySet().iterator()

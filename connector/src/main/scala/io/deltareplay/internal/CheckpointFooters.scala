@@ -67,12 +67,6 @@ private[deltareplay] object CheckpointFooters {
   /** The facts of `file`: kept ones, or `read()` (kept when caching is on). */
   def facts(spark: SparkSession, file: FileStatus)(read: => FooterFacts): FooterFacts = {
     if (!ReadConf(spark, Map.empty).stateCache) return read
-    val key = MetaCache.FileId(file)
-    val cache = cacheOf(spark)
-    cache.get(key).getOrElse {
-      val fresh = read
-      cache.put(key, fresh)
-      fresh
-    }
+    cacheOf(spark).getOrRead(MetaCache.FileId(file))(read)
   }
 }

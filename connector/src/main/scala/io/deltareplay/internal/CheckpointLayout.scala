@@ -14,7 +14,7 @@ import org.apache.spark.sql.types._
 private[deltareplay] case class CheckpointLayout(
     readSchema: StructType,
     hasStatsParsed: Boolean,
-    statsParsedInEveryAdd: Boolean = false
+    statsParsedInEveryAdd: Boolean
 ) {
 
   private val addType = readSchema("add").dataType.asInstanceOf[StructType]

@@ -37,13 +37,7 @@ private[deltareplay] object CommitTexts {
   /** The bytes of `file`: kept ones, or `read()` (kept when small enough and caching is on). */
   def bytes(spark: SparkSession, file: FileStatus)(read: => Array[Byte]): Array[Byte] = {
     if (file.getLen > MaxFileBytes || !ReadConf(spark, Map.empty).stateCache) return read
-    val key = MetaCache.FileId(file)
-    val cache = cacheOf(spark)
-    cache.get(key).getOrElse {
-      val fresh = read
-      // a file shorter or longer than it was listed is not the listed file: not kept
-      if (fresh.length == file.getLen) cache.put(key, fresh)
-      fresh
-    }
+    // a file shorter or longer than it was listed is not the listed file: not kept
+    cacheOf(spark).getOrRead(MetaCache.FileId(file), _.length == file.getLen)(read)
   }
 }

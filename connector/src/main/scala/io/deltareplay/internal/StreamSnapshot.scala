@@ -434,7 +434,7 @@ private[deltareplay] object StreamSnapshot {
       val low = bound.map { case (t, p) => (t, UTF8String.fromString(p)) }
       Iterator(smallestOf(rows, entry.Ord.Path, entry.Ord.ModificationTime, paths, low, n)._1)
     }
-    inOrder(perTask.collect().flatten).take(n)
+    inOrder[InternalRow](perTask.collect().flatten).take(n)
   }
 
   /**
@@ -486,24 +486,16 @@ private[deltareplay] object StreamSnapshot {
       files: Seq[LiveFile],
       paths: TablePaths,
       n: Int
-  ): Array[(Long, UTF8String, LiveFile)] = {
-    val keyed = files.map(f => (f.modificationTime, paths.key(UTF8String.fromString(f.path)), f))
-    val sorted = keyed.toArray
-    java.util.Arrays.sort(
-      sorted,
-      (a: (Long, UTF8String, LiveFile), b: (Long, UTF8String, LiveFile)) =>
-        KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
-    )
-    sorted.take(n)
-  }
+  ): Array[(Long, UTF8String, LiveFile)] =
+    inOrder(
+      files.map(f => (f.modificationTime, paths.key(UTF8String.fromString(f.path)), f)).toArray
+    ).take(n)
 
-  /** Keyed rows sorted in snapshot order (in place). */
-  def inOrder(
-      rows: Array[(Long, UTF8String, InternalRow)]
-  ): Array[(Long, UTF8String, InternalRow)] = {
+  /** Keyed rows (or files) sorted in snapshot order (in place). */
+  def inOrder[T](rows: Array[(Long, UTF8String, T)]): Array[(Long, UTF8String, T)] = {
     java.util.Arrays.sort(
       rows,
-      (a: (Long, UTF8String, InternalRow), b: (Long, UTF8String, InternalRow)) =>
+      (a: (Long, UTF8String, T), b: (Long, UTF8String, T)) =>
         KeyOrdering.compare((a._1, a._2, 0), (b._1, b._2, 0))
     )
     rows
