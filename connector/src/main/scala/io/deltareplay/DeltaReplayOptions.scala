@@ -61,6 +61,13 @@ object DeltaReplayOptions {
   val FilterCheckpoint = "replay.filterCheckpoint"
 
   /**
+   * Whether a read through [[FilterCheckpoint]] reads each checkpoint Parquet file in two passes:
+   * first only the columns its filters use, then all columns of the rows that pass, through the
+   * file's page index (default true). `false`: one pass decodes every column of every row.
+   */
+  val CheckpointTwoPass = "replay.filterCheckpoint.twoPass"
+
+  /**
    * Whether the index of a version first read through [[FilterCheckpoint]] is built in the
    * background for the reads after it (a Spark job in its own job group; default true, with
    * [[StateCache]]). Off: the next read that needs the whole index builds it.
@@ -151,6 +158,7 @@ object DeltaReplayOptions {
   val StateCacheKey: String = SessionPrefix + StateCache
   val FilterCheckpointKey: String = SessionPrefix + FilterCheckpoint
   val IndexInBackgroundKey: String = SessionPrefix + IndexInBackground
+  val CheckpointTwoPassKey: String = SessionPrefix + CheckpointTwoPass
   val PrefetchTailKey: String = SessionPrefix + PrefetchTail
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes
@@ -170,6 +178,7 @@ object DeltaReplayOptions {
     DataSkipping -> "true",
     StateCache -> "true",
     FilterCheckpoint -> "true",
+    CheckpointTwoPass -> "true",
     IndexInBackground -> "true",
     StateCacheMaxBytes -> "0",
     StateMaxTailBytes -> (64L * 1024 * 1024).toString,
@@ -198,6 +207,7 @@ object DeltaReplayOptions {
     DataSkipping,
     StateCache,
     FilterCheckpoint,
+    CheckpointTwoPass,
     IndexInBackground,
     StateCacheMaxBytes,
     StateMaxTailBytes,

@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import io.deltareplay.test.{DeltaOracle, LocalClusterSparkSession}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart, SparkListenerTaskEnd}
+import org.apache.spark.sql.functions.col
 import org.scalatest.funsuite.AnyFunSuite
 
 /** Distributed replay on local-cluster: replay tasks run in executor JVMs, results match V1. */
@@ -54,6 +55,20 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
           }
         }
         assertSameAsV1(path, query = _.where("g = 2 AND id > 250"))
+        // a first filtered read with no index: the checkpoint is read in two passes, the second
+        // decoding only the rows of the files the filter keeps
+        val wide = dir.getAbsolutePath + "/wide"
+        spark.range(0, 600).repartitionByRange(60, col("id")).write.format("delta").save(wide)
+        org.apache.spark.sql.delta.DeltaLog.forTable(spark, wide).checkpoint()
+        withConf(
+          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+          "spark.deltareplay.replay.stateCache.enabled" -> "false"
+        ) {
+          val df = ours(wide).where("id = 250")
+          assert(sorted(df) === sorted(v1(wide).where("id = 250")))
+          val mode = deltaReplayScans(df).head.metrics.replayMode
+          assert(mode.contains("checkpoint filtered by the query: 1 of "), mode)
+        }
       } finally {
         org.apache.spark.SparkPrivateAccess.waitUntilEmpty(spark.sparkContext)
         spark.sparkContext.removeSparkListener(listener)

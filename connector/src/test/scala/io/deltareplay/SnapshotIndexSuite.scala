@@ -293,7 +293,7 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
           val df = ours(path).where(q)
           assert(sorted(df) === sorted(v1(path).where(q)), q)
           val m = deltaReplayScans(df).head.metrics
-          assert(m.replayMode.endsWith("checkpoint filtered by the query)"), s"$q: $m")
+          assert(m.replayMode.contains("checkpoint filtered by the query"), s"$q: $m")
           assert(m.index.startsWith("narrowed"), s"$q: $m")
           assert(m.liveFiles < live, s"$q: $m") // only what the filters may match
         }
@@ -324,7 +324,7 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
         val df = ours(path).where("id = 142")
         assert(sorted(df) === sorted(v1(path).where("id = 142")))
         val scan = deltaReplayScans(df).head
-        assert(scan.metrics.replayMode.endsWith("checkpoint filtered by the query)"))
+        assert(scan.metrics.replayMode.contains("checkpoint filtered by the query"))
         val s = scan.snapshot
         val deadline = System.nanoTime() + 120L * 1000000000L
         while (

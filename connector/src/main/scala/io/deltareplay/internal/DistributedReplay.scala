@@ -89,7 +89,7 @@ private[deltareplay] class DistributedReplay(
           val rolled = atCheckpoint.rolledForward(tail, segment.version, added)
           (
             if (rolled.wantsCompaction) rolled.compacted else rolled,
-            DistributedReplay.scannedRows(qe.executedPlan) + tail.count
+            DistributedReplay.scannedRows(qe.executedPlan) + selectedRead.value + tail.count
           )
         } else {
           val qe = entryFrame(entry, windowLive())
@@ -255,10 +255,21 @@ private[deltareplay] class DistributedReplay(
     if (!useFastPath && windowsTailOnly) {
       "distributed (keyed window over the commits after the checkpoint, checkpoint kept map-side)"
     } else if (!useFastPath) "distributed (keyed window)"
-    else if (filtersCheckpoint) "distributed (map-side filter, checkpoint filtered by the query)"
+    else if (filtersCheckpoint && selectedRead.value > 0) {
+      "distributed (map-side filter, checkpoint filtered by the query: " +
+        f"${selectedDecoded.value}%,d of ${selectedRead.value}%,d rows decoded whole)"
+    } else if (filtersCheckpoint) "distributed (map-side filter, checkpoint filtered by the query)"
     else "distributed (map-side filter)"
 
   private def useFastPath: Boolean = DistributedReplay.fastPath(segment, conf)
+
+  /**
+   * Rows of checkpoint files read in two passes ([[CheckpointSelect]]): rows whose filter columns
+   * the first pass read, and rows decoded whole.
+   */
+  private lazy val selectedRead = spark.sparkContext.longAccumulator("delta-replay: rows filtered")
+  private lazy val selectedDecoded =
+    spark.sparkContext.longAccumulator("delta-replay: rows decoded")
 
   /**
    * Whether the window path shuffles only the commits after the checkpoint (their keys broadcast to
@@ -412,7 +423,15 @@ private[deltareplay] class DistributedReplay(
     val fromParquet = byLayout.map { case (layout, fs) =>
       val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
       val addType = layout.readSchema("add").dataType.asInstanceOf[StructType]
-      val raw = filtered(read("parquet", layout.readSchema, fs), addType, filter)
+      val raw = filter.flatMap(_.column(addType)) match {
+        case Some(f) if conf.checkpointTwoPass =>
+          CheckpointSelect
+            .frame(spark, fs, layout.readSchema, f, selectedRead, selectedDecoded)
+            .where(f)
+        case byQuery =>
+          val all = read("parquet", layout.readSchema, fs)
+          byQuery.fold(all)(all.where)
+      }
       (layout.hasStatsParsed, statsParsed) match {
         case (true, Some(target)) =>
           // typed statistics as they are: no JSON written or parsed

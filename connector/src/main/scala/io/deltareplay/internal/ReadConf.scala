@@ -56,6 +56,7 @@ private[deltareplay] case class ReadConf(
     dataSkipping: Boolean,
     stateCache: Boolean,
     filterCheckpoint: Boolean,
+    checkpointTwoPass: Boolean,
     indexInBackground: Boolean,
     stateCacheBudgetBytes: Long,
     stateMaxTailBytes: Long,
@@ -96,6 +97,7 @@ private[deltareplay] object ReadConf {
       dataSkipping = bool(O.DataSkipping),
       stateCache = bool(O.StateCache),
       filterCheckpoint = bool(O.FilterCheckpoint),
+      checkpointTwoPass = bool(O.CheckpointTwoPass),
       indexInBackground = bool(O.IndexInBackground),
       stateCacheBudgetBytes = long(O.StateCacheMaxBytes) match {
         case 0L => Runtime.getRuntime.maxMemory() / 10

@@ -76,6 +76,7 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
         O.StateCacheMaxBytes -> "8",
         O.StateMaxTailBytes -> "9",
         O.MetadataAggregates -> "false",
+        O.CheckpointTwoPass -> "false",
         O.PlanningMode -> " Executors ",
         O.PlanningExecutorsMinFiles -> "10",
         O.PlanningScratchDir -> " /scratch/x "
@@ -89,7 +90,9 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
       ))
     )
     assert(set.tailBroadcastMaxBytes === 11L)
-    assert(!set.dataSkipping && !set.stateCache && !set.metadataAggregates)
+    assert(
+      !set.dataSkipping && !set.stateCache && !set.metadataAggregates && !set.checkpointTwoPass
+    )
     assert(
       (set.stateCacheBudgetBytes, set.stateMaxTailBytes, set.executorsMinFiles) === ((8L, 9L, 10L))
     )

@@ -1,0 +1,342 @@
+package io.deltareplay.internal
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.parquet.HadoopReadOptions
+import org.apache.parquet.column.page.PageReadStore
+import org.apache.parquet.filter2.compat.FilterCompat
+import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.internal.column.columnindex.OffsetIndex
+import org.apache.parquet.internal.filter2.columnindex.RowRanges
+import org.apache.parquet.io.ColumnIOFactory
+import org.apache.spark.paths.SparkPath
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.logical.Filter
+import org.apache.spark.sql.deltareplay.SparkBridge
+import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.parquet.{
+  DeltaReplayParquetRows,
+  ParquetFileFormat
+}
+import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.types._
+import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.util.{LongAccumulator, SerializableConfiguration}
+
+/**
+ * Reads the rows of checkpoint Parquet files that a filter may keep, decoding the wide columns only
+ * for those rows. A selective first query over a big table needs a handful of the checkpoint's
+ * adds, but a one-pass read decodes every column of every row: above all `add.path`, a distinct
+ * string per row that dictionary encoding cannot shrink. Page skipping by min/max does not help
+ * there, since a checkpoint's rows are not ordered by the filtered column, so every page spans the
+ * whole range.
+ *
+ * One task per split of a file (`spark.sql.files.maxPartitionBytes`, each taking the row groups
+ * whose middle falls in its range, as a file scan does), two passes:
+ *   1. Spark's vectorized Parquet reader decodes only the leaves the filter reads (a partition
+ *      value, a column's min and max, ...), and the filter, with `add IS NOT NULL`, gives the
+ *      positions of the rows it keeps. A struct's nulls are held by every leaf below it, so the
+ *      pruned `add` and `add.stats_parsed` are null exactly where the full ones are. 2. parquet-mr
+ *      reads the file's row groups restricted to exactly those rows (its page index: the offset
+ *      index says which pages hold them, the pages of other rows are not read or decompressed, and
+ *      within a page only the kept rows are assembled), and Spark's Parquet read support turns them
+ *      into rows of the full read schema, as Spark's own reader would.
+ *
+ * When a file lacks offset indexes, or more than [[MaxSelectedShare]] of its rows pass, or the
+ * first pass did not see the footer's row count, the task reads the file whole with the vectorized
+ * reader instead (the filter runs after either way): never fewer rows than the filter keeps.
+ */
+private[deltareplay] object CheckpointSelect {
+
+  /** Above this share of a file's rows passing, the file is read whole (pass 2 is row by row). */
+  val MaxSelectedShare = 0.05
+
+  /**
+   * The rows of `files` (of `readSchema`, with an `add` struct) that `filter` may keep, and maybe
+   * more: apply `filter` to the frame. `rowsRead` counts the rows the first pass read,
+   * `rowsDecoded` the rows decoded in full.
+   */
+  def frame(
+      spark: SparkSession,
+      files: Seq[FileStatus],
+      readSchema: StructType,
+      filter: Column,
+      rowsRead: LongAccumulator,
+      rowsDecoded: LongAccumulator
+  ): DataFrame = {
+    val pass = firstPass(spark, readSchema, filter)
+    val readPass = new ParquetFileFormat().buildReaderWithPartitionValues(
+      spark,
+      pass.schema,
+      new StructType(),
+      pass.schema,
+      Nil,
+      Map("returning_batch" -> DeltaReplayParquetRows.batchReadable(spark, pass.schema).toString),
+      spark.sessionState.newHadoopConf()
+    )
+    // building the whole-file reader also puts the read schema and Spark's Parquet settings into
+    // `conf`, which the row reader of the second pass reads them from
+    val conf = spark.sessionState.newHadoopConf()
+    val readWhole = new ParquetFileFormat().buildReaderWithPartitionValues(
+      spark,
+      readSchema,
+      new StructType(),
+      readSchema,
+      Nil,
+      Map("returning_batch" -> "false"),
+      conf
+    )
+    val settings = DeltaReplayParquetRows.settings(spark)
+    val sharedConf = spark.sparkContext.broadcast(new SerializableConfiguration(conf))
+    // splits of at most `maxPartitionBytes`, as a file scan makes them: each reads the row groups
+    // whose middle falls in its range (Parquet's rule, in both passes)
+    val splitBytes = math.max(1L, spark.sessionState.conf.filesMaxPartitionBytes)
+    val splits = files.flatMap { f =>
+      (0L until math.max(1L, f.getLen) by splitBytes).map { start =>
+        (f.getPath.toString, start, math.min(splitBytes, f.getLen - start), f)
+      }
+    }
+    val described = splits.map { case (path, start, length, f) =>
+      (path, start, length, f.getLen, f.getModificationTime)
+    }
+    val rows = spark.sparkContext
+      .parallelize(described, math.max(1, described.size))
+      .mapPartitions { it =>
+        val project = UnsafeProjection.create(readSchema)
+        it.flatMap { case (path, start, length, fileLength, modified) =>
+          val file = PartitionedFile(
+            InternalRow.empty,
+            SparkPath.fromPath(new Path(path)),
+            start,
+            length,
+            Array.empty,
+            modified,
+            fileLength,
+            Map.empty
+          )
+          val keep = positions(readPass(file), pass)
+          rowsRead.add(keep.seen)
+          val whole = keep.rows.length > MaxSelectedShare * keep.seen
+          if (keep.rows.isEmpty) Iterator.empty
+          else if (whole) {
+            rowsDecoded.add(keep.seen)
+            readWhole(file).map(project(_).copy())
+          } else {
+            selected(file, keep, sharedConf.value.value, settings) match {
+              case Some(found) =>
+                rowsDecoded.add(found.length.toLong)
+                found.iterator
+              case None =>
+                rowsDecoded.add(keep.seen)
+                readWhole(file).map(project(_).copy())
+            }
+          }
+        }
+      }
+    SparkBridge.internalDataFrame(spark, rows, readSchema)
+  }
+
+  /** Kept row positions (ascending, over the split's rows) and the number of rows seen. */
+  private final case class Kept(rows: Array[Long], seen: Long)
+
+  /**
+   * The positions of the rows `pass` keeps. The reader hands out columnar batches (or rows, when
+   * the session turned the vectorized reader off): in a batch, [[SkipVector]] first finds the rows
+   * the condition may keep with one loop per comparison, and the condition runs on those only.
+   */
+  private def positions(rows: Iterator[InternalRow], pass: FirstPass): Kept = {
+    val predicate = Predicate.create(pass.bound)
+    predicate.initialize(0)
+    lazy val vector = SkipVector(pass.condition, pass.input)
+    val kept = mutable.ArrayBuilder.make[Long]
+    var at = 0L
+    rows.asInstanceOf[Iterator[Any]].foreach {
+      case batch: ColumnarBatch =>
+        val n = batch.numRows()
+        val maybe = vector.fold { val all = new java.util.BitSet(n); all.set(0, n); all }(
+          _.candidates(batch)
+        )
+        var i = maybe.nextSetBit(0)
+        while (i >= 0 && i < n) {
+          if (predicate.eval(batch.getRow(i))) kept += at + i
+          i = maybe.nextSetBit(i + 1)
+        }
+        at += n
+      case row: InternalRow =>
+        if (predicate.eval(row)) kept += at
+        at += 1
+    }
+    Kept(kept.result(), at)
+  }
+
+  /**
+   * The first pass: its read schema, and its condition (the filter and `add IS NOT NULL`) over
+   * `input` (its attributes), also bound to them.
+   */
+  private final case class FirstPass(
+      schema: StructType,
+      condition: Expression,
+      input: Seq[Attribute],
+      bound: Expression
+  )
+
+  /**
+   * The rows at `keep`'s positions, decoded by parquet-mr through Spark's read support; None when
+   * the file cannot be read that way (no offset index for a column read, or another row count than
+   * the first pass saw).
+   */
+  private def selected(
+      file: PartitionedFile,
+      keep: Kept,
+      conf: org.apache.hadoop.conf.Configuration,
+      settings: DeltaReplayParquetRows.Settings
+  ): Option[Array[InternalRow]] = {
+    val path = file.toPath
+    val reader = ParquetFileReader.open(
+      HadoopInputFile.fromPath(path, conf),
+      HadoopReadOptions.builder(conf, path).withRange(file.start, file.start + file.length).build()
+    )
+    try {
+      val meta = reader.getFooter.getFileMetaData
+      val blocks = reader.getRowGroups.asScala.toSeq
+      val (materializer, requested) = DeltaReplayParquetRows.materializer(conf, meta, settings)
+      val readPaths = requested.getColumns.asScala.map(_.getPath.toSeq).toSet
+      val indexed = blocks.forall(
+        _.getColumns.asScala
+          .filter(c => readPaths.contains(c.getPath.toArray.toSeq))
+          .forall(_.getOffsetIndexReference != null)
+      )
+      if (!indexed || blocks.map(_.getRowCount).sum != keep.seen) return None
+      reader.setRequestedSchema(requested)
+      val io = new ColumnIOFactory(meta.getCreatedBy).getColumnIO(requested, meta.getSchema, true)
+      val out = mutable.ArrayBuilder.make[InternalRow]
+      var start = 0L
+      var next = 0 // the first position not read yet
+      blocks.zipWithIndex.foreach { case (block, b) =>
+        val count = block.getRowCount
+        val from = next
+        while (next < keep.rows.length && keep.rows(next) < start + count) next += 1
+        if (next > from) {
+          val inBlock = keep.rows.slice(from, next).map(_ - start)
+          val pages: PageReadStore = reader.readFilteredRowGroup(b, rowRanges(count, inBlock))
+          val records = io.getRecordReader(pages, materializer, FilterCompat.NOOP)
+          val indexes = pages.getRowIndexes.orElse(null) // one iterator (each call makes one)
+          var i = 0L
+          while (i < pages.getRowCount) {
+            val row = records.read()
+            // rows outside the asked ranges would only be extra rows (the filter runs after), but
+            // a reader that returns them means its ranges are not what this counts on
+            if (indexes != null && java.util.Arrays.binarySearch(inBlock, indexes.nextLong()) < 0) {
+              return None
+            }
+            out += row.copy()
+            i += 1
+          }
+        }
+        start += count
+      }
+      Some(out.result())
+    } finally reader.close()
+  }
+
+  /** Ranges of single rows (positions within a row group, ascending). */
+  private def rowRanges(rowCount: Long, rows: Array[Long]): RowRanges =
+    RowRanges.create(
+      rowCount,
+      java.util.stream.IntStream.range(0, rows.length).iterator(),
+      new OffsetIndex {
+        // one "page" per row: RowRanges reads only the first and last row of each
+        def getPageCount: Int = rows.length
+        def getOffset(i: Int): Long = 0L
+        def getCompressedPageSize(i: Int): Int = 0
+        def getFirstRowIndex(i: Int): Long = rows(i)
+        override def getLastRowIndex(i: Int, rowGroupRowCount: Long): Long = rows(i)
+      }
+    )
+
+  /**
+   * The schema of the first pass (the leaves of `readSchema` that `filter` reads) and the bound
+   * condition over it: `filter` and `add IS NOT NULL`.
+   */
+  private def firstPass(
+      spark: SparkSession,
+      readSchema: StructType,
+      filter: Column
+  ): FirstPass = {
+    def analyzed(schema: StructType, c: Column): (Expression, Seq[Attribute]) = {
+      val empty = SparkBridge.internalDataFrame(spark, spark.sparkContext.emptyRDD, schema)
+      empty.where(c).queryExecution.analyzed match {
+        case Filter(condition, child) => (condition, child.output)
+        case other => throw new IllegalStateException(s"not a filter: $other")
+      }
+    }
+    val (condition, _) = analyzed(readSchema, filter)
+    val pruned = StructType(
+      readSchema.fields.flatMap { f =>
+        val paths = leafPaths(condition, f.name)
+        if (paths.isEmpty) None
+        else Some(f.copy(dataType = keep(f.dataType, paths)))
+      }
+    )
+    val add = pruned.fields.find(_.name == "add").map(_ => col("add").isNotNull)
+    val (condition2, input) = analyzed(pruned, add.fold(filter)(filter && _))
+    FirstPass(
+      pruned,
+      condition2,
+      input,
+      BindReferences.bindReference(condition2, AttributeSeq(input))
+    )
+  }
+
+  /**
+   * The field paths below the top-level column `name` that `e` reads (a struct read whole, as in
+   * `add.stats_parsed IS NULL`, gives its own path; [[keep]] then keeps one leaf of it).
+   */
+  private def leafPaths(e: Expression, name: String): Seq[Read] = {
+    def path(x: Expression): Option[Seq[String]] = x match {
+      case a: AttributeReference if a.name == name => Some(Vector.empty)
+      case GetStructField(child, ordinal, _) =>
+        path(child).map(_ :+ child.dataType.asInstanceOf[StructType](ordinal).name)
+      case _ => None
+    }
+    val found = mutable.ArrayBuffer.empty[Read]
+    def walk(x: Expression): Unit = x match {
+      case IsNull(c) if path(c).isDefined => found += Read(path(c).get, nullsOnly = true)
+      case IsNotNull(c) if path(c).isDefined => found += Read(path(c).get, nullsOnly = true)
+      case _ =>
+        path(x) match {
+          case Some(p) => found += Read(p, nullsOnly = false)
+          case None => x.children.foreach(walk)
+        }
+    }
+    walk(e)
+    found.toSeq
+  }
+
+  /** A field path an expression reads; `nullsOnly`: only whether it is null. */
+  private final case class Read(path: Seq[String], nullsOnly: Boolean)
+
+  /**
+   * `t` cut down to what `reads` (paths inside it) need: a value read whole keeps its type whole; a
+   * struct of which only fields are read keeps those fields (cut down the same way); a struct of
+   * which only the nulls are read keeps its first field, whose leaves hold the struct's nulls.
+   */
+  private def keep(t: DataType, reads: Seq[Read]): DataType = t match {
+    case s: StructType if s.nonEmpty && !reads.exists(r => r.path.isEmpty && !r.nullsOnly) =>
+      val inner = reads.filter(_.path.nonEmpty)
+      val wanted =
+        if (inner.isEmpty) Seq(s.fields.head.name)
+        else s.fieldNames.toSeq.filter(n => inner.exists(_.path.head == n))
+      StructType(wanted.map { n =>
+        val f = s(n)
+        val below = inner.filter(_.path.head == n).map(r => r.copy(path = r.path.tail))
+        f.copy(dataType = keep(f.dataType, if (below.isEmpty) Seq(Read(Nil, true)) else below))
+      })
+    case other => other
+  }
+}
