@@ -331,6 +331,17 @@ def test_store_report_shows_times_with_requests() -> None:
             "replan": {"planning_s": 0.1, "requests": req},
         },
     ]
+    rows.append(
+        {
+            **base,
+            "reader": "delta-replay-routed",
+            "kind": "batch",
+            "cold_selective": {"seconds": 0.3, "requests": req, "again_s": 0.1},
+        }
+    )
     text = "\n".join(store_section(rows, {"latency_ms": "list=30"}))
     assert "| v1 | 1.50 (1 / 2 / 3) | 0.50 (1 / 2 / 3) | error |" in text, text
     assert "| delta-rs |  |  | 0.20 (1 / 2 / 3) | 0.10 (1 / 2 / 3) |" in text, text
+    # the targets take this connector through plain format("delta") when no auto row exists
+    assert "10 files, first filtered query vs V1: 0.20x (target <= 0.2x)" in text, text
+    assert "requests of the first filtered query: 6 vs V1's 6" in text, text

@@ -9,7 +9,7 @@ from typing import Any
 
 from .readers import BATCH_READERS, READERS, ROUTED, STREAM_READERS
 from .report_store import store_plot, store_section
-from .rows import Row, dig, ratio, short_error, tables_of
+from .rows import Row, auto_reader, dig, ratio, short_error, tables_of
 
 # A retained heap is the difference of two heap readings after a full GC; below this many MB
 # it is within the readings' run-to-run noise (it can even come out negative).
@@ -243,13 +243,6 @@ def _figure(
     return None
 
 
-def _auto(rows: list[Row], table: str, files: int) -> str:
-    """This connector in auto mode: read through its name, else through plain `format("delta")`."""
-    if any(r["reader"] == "delta-replay-auto" and int(r["files"]) == files for r in rows):
-        return "delta-replay-auto"
-    return ROUTED
-
-
 def _heap_ratio(a: float | None, b: float | None) -> str:
     """A ratio of retained heaps, or why there is none: one of them is within the noise."""
     if a is not None and b is not None and min(a, b) < HEAP_NOISE_MB:
@@ -264,13 +257,13 @@ def targets(rows: list[Row]) -> list[str]:
         return ["no synthetic table measured"]
     big, small = synthetic[-1], synthetic[0]
     t = "synthetic"
-    auto = _auto(rows, t, big)
+    auto = auto_reader(rows, big)
     ours = _figure(rows, t, big, auto, "plan", "planning_s")
     v1 = _figure(rows, t, big, "v1", "plan", "planning_s")
     v2 = _figure(rows, t, big, "kernel-v2", "plan", "planning_s")
     heap = _figure(rows, t, big, auto, "plan", "retained_heap_mb")
     v1_heap = _figure(rows, t, big, "v1", "plan", "retained_heap_mb")
-    small_ours = _figure(rows, t, small, _auto(rows, t, small), "plan", "planning_s")
+    small_ours = _figure(rows, t, small, auto_reader(rows, small), "plan", "planning_s")
     small_v1 = _figure(rows, t, small, "v1", "plan", "planning_s")
     small_v2 = _figure(rows, t, small, "kernel-v2", "plan", "planning_s")
     fastest = min((x for x in (small_v1, small_v2) if x is not None), default=None)

@@ -40,3 +40,11 @@ def ratio(a: float | None, b: float | None) -> str:
         return "n/a"
     x = a / b
     return f"{x:.2f}x" if x >= 0.1 else f"{x:.3f}x"
+
+
+def auto_reader(rows: Iterable[Row], files: int) -> str:
+    """This connector in auto mode at ``files``: read through its name, else through plain
+    ``format("delta")`` (the routed reader)."""
+    if any(r["reader"] == "delta-replay-auto" and int(r["files"]) == files for r in rows):
+        return "delta-replay-auto"
+    return "delta-replay-routed"
