@@ -312,6 +312,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         O.TailBroadcastMaxBytes -> "0",
         O.StateCache -> "false",
         O.FilterCheckpoint -> "false",
+        O.CheckpointTwoPass -> "false",
         O.IndexInBackground -> "false",
         O.StateCacheMaxBytes -> "1000000",
         O.StateMaxTailBytes -> "1000",
