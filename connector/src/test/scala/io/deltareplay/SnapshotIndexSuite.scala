@@ -348,6 +348,95 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test(
+    "a first filtered read decodes in full only the checkpoint rows its filters may keep (row " +
+      "groups, pages, strings, nulls, timestamps, partitions, deletion vectors)"
+  ) {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      spark
+        .range(0, 600)
+        .selectExpr(
+          "id",
+          "cast(id % 3 as string) AS p",
+          "IF(id % 7 = 0, NULL, concat('s', id)) AS s",
+          "timestamp_micros(1700000000000000 + id * 1000003) AS ts"
+        )
+        .repartitionByRange(60, col("id"))
+        .write
+        .format("delta")
+        .partitionBy("p")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 50 = 1").collect() // DVs in the checkpoint
+      // a checkpoint of many small row groups and pages, so that rows are picked inside pages
+      withConf(
+        "parquet.block.size" -> "4096",
+        "parquet.page.size" -> "512",
+        "parquet.page.row.count.limit" -> "16"
+      )(org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint())
+      val checkpoint = new java.io.File(path, "_delta_log")
+        .listFiles()
+        .find(_.getName.endsWith(".checkpoint.parquet"))
+        .get
+      val in = org.apache.parquet.hadoop.util.HadoopInputFile
+        .fromPath(
+          new org.apache.hadoop.fs.Path(checkpoint.getPath),
+          spark.sessionState.newHadoopConf()
+        )
+      val reader = org.apache.parquet.hadoop.ParquetFileReader.open(in)
+      val (rowGroups, rows) =
+        try (reader.getRowGroups.size, reader.getRecordCount)
+        finally reader.close()
+      assert(rowGroups > 1, s"$rowGroups row groups")
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id < 30").collect() // after the checkpoint
+      spark
+        .range(600, 640)
+        .selectExpr("id", "'1' AS p", "concat('s', id) AS s", "timestamp_micros(0) AS ts")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      val selective = Seq(
+        "id = 142",
+        "id BETWEEN 300 AND 305 AND p = '1'",
+        "s = 's77'",
+        "s IS NULL AND id BETWEEN 50 AND 59",
+        "ts > timestamp_micros(1700000000000000 + 590 * 1000003)"
+      )
+      val broad = "id < 400 OR p = '2'" // most rows: the file is read whole
+      val Decoded = """.*checkpoint filtered by the query: ([\d,]+) of ([\d,]+) rows decoded.*""".r
+      def read(q: String, twoPass: Boolean) =
+        withConf(
+          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+          "spark.deltareplay.replay.stateCache.enabled" -> "false",
+          "spark.deltareplay.replay.filterCheckpoint.twoPass" -> twoPass.toString,
+          // splits of a few row groups each: positions count from each split's first row
+          "spark.sql.files.maxPartitionBytes" -> (if (twoPass) "2048" else "134217728")
+        ) {
+          val df = ours(path).where(q)
+          (sorted(df), deltaReplayScans(df).head.metrics)
+        }
+      (selective :+ broad).foreach { q =>
+        val expected = sorted(v1(path).where(q))
+        val (twoPass, m) = read(q, twoPass = true)
+        assert(twoPass === expected, q)
+        val (decoded, seen) = m.replayMode match {
+          case Decoded(d, r) => (d.replace(",", "").toLong, r.replace(",", "").toLong)
+          case other => fail(s"$q: $other")
+        }
+        assert(seen === rows && m.replayTasks > rowGroups, s"$q: $m") // split by 2 KB
+        if (q == broad) assert(decoded === rows, s"$q: $m")
+        else assert(decoded > 0 && decoded * 10 < rows, s"$q: $m")
+        // one pass: the same rows, and the same files narrowed to and skipped
+        val (onePass, m1) = read(q, twoPass = false)
+        assert(onePass === expected, q)
+        assert(m1.replayMode.endsWith("checkpoint filtered by the query)"), m1)
+        assert((m.liveFiles, m.filesAfterSkipping) === ((m1.liveFiles, m1.filesAfterSkipping)), q)
+      }
+    }
+  }
+
   test("a table recreated at the same path or replaced never reuses a stale index; sessions") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

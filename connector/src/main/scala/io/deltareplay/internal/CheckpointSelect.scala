@@ -96,13 +96,11 @@ private[deltareplay] object CheckpointSelect {
     // splits of at most `maxPartitionBytes`, as a file scan makes them: each reads the row groups
     // whose middle falls in its range (Parquet's rule, in both passes)
     val splitBytes = math.max(1L, spark.sessionState.conf.filesMaxPartitionBytes)
-    val splits = files.flatMap { f =>
+    val described = files.flatMap { f =>
       (0L until math.max(1L, f.getLen) by splitBytes).map { start =>
-        (f.getPath.toString, start, math.min(splitBytes, f.getLen - start), f)
+        val length = math.min(splitBytes, f.getLen - start)
+        (f.getPath.toString, start, length, f.getLen, f.getModificationTime)
       }
-    }
-    val described = splits.map { case (path, start, length, f) =>
-      (path, start, length, f.getLen, f.getModificationTime)
     }
     val rows = spark.sparkContext
       .parallelize(described, math.max(1, described.size))
@@ -121,13 +119,12 @@ private[deltareplay] object CheckpointSelect {
           )
           val keep = positions(readPass(file), pass)
           rowsRead.add(keep.seen)
-          val whole = keep.rows.length > MaxSelectedShare * keep.seen
           if (keep.rows.isEmpty) Iterator.empty
-          else if (whole) {
-            rowsDecoded.add(keep.seen)
-            readWhole(file).map(project(_).copy())
-          } else {
-            selected(file, keep, sharedConf.value.value, settings) match {
+          else
+            {
+              val few = keep.rows.length <= MaxSelectedShare * keep.seen
+              if (few) selected(file, keep, sharedConf.value.value, settings) else None
+            } match {
               case Some(found) =>
                 rowsDecoded.add(found.length.toLong)
                 found.iterator
@@ -135,7 +132,6 @@ private[deltareplay] object CheckpointSelect {
                 rowsDecoded.add(keep.seen)
                 readWhole(file).map(project(_).copy())
             }
-          }
         }
       }
     SparkBridge.internalDataFrame(spark, rows, readSchema)

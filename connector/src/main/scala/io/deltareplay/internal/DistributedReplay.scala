@@ -428,9 +428,7 @@ private[deltareplay] class DistributedReplay(
           CheckpointSelect
             .frame(spark, fs, layout.readSchema, f, selectedRead, selectedDecoded)
             .where(f)
-        case byQuery =>
-          val all = read("parquet", layout.readSchema, fs)
-          byQuery.fold(all)(all.where)
+        case _ => filtered(read("parquet", layout.readSchema, fs), addType, filter)
       }
       (layout.hasStatsParsed, statsParsed) match {
         case (true, Some(target)) =>
