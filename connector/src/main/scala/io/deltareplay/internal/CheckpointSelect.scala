@@ -193,8 +193,10 @@ private[deltareplay] object CheckpointSelect {
       settings: DeltaReplayParquetRows.Settings
   ): Option[Array[InternalRow]] = {
     val path = file.toPath
+    // opened with its known length and time: on an object store, no HEAD request
+    val status = new FileStatus(file.fileSize, false, 1, 0L, file.modificationTime, path)
     val reader = ParquetFileReader.open(
-      HadoopInputFile.fromPath(path, conf),
+      HadoopInputFile.fromStatus(status, conf),
       HadoopReadOptions.builder(conf, path).withRange(file.start, file.start + file.length).build()
     )
     try {

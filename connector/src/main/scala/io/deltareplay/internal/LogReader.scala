@@ -71,6 +71,10 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
     new String(bytes, StandardCharsets.UTF_8).split('\n').toSeq.filter(_.trim.nonEmpty)
   }
 
+  /** The lines of each of `files`, in order, read a few at a time ahead ([[ReadAhead]]). */
+  private def readTexts(files: Seq[FileStatus]): Iterator[(FileStatus, Seq[String])] =
+    ReadAhead(files, (f: FileStatus) => f.getLen)(f => f -> readText(f))
+
   private def parseLine(file: FileStatus, line: String): JsonNode =
     try mapper.readTree(line)
     catch { case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e) }
@@ -92,11 +96,11 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
    */
   def newestInCommits(commits: Seq[FileStatus]): LogReader.Newest = {
     var found = LogReader.Newest(None, None)
-    val newestFirst = commits.reverseIterator
+    val newestFirst = readTexts(commits.reverse)
     while (!found.complete && newestFirst.hasNext) {
-      val file = newestFirst.next()
+      val (file, lines) = newestFirst.next()
       // Newest action wins within a commit too: walk its lines backwards.
-      readText(file).reverseIterator.foreach { line =>
+      lines.reverseIterator.foreach { line =>
         if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
           parseLine(file, line) // validates the JSON, naming the file when it is broken
           parseProtocolOrMetadataSafely(file, line).foreach(a => found = found.offer(a))
@@ -162,22 +166,22 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
 
   /** Protocol and metaData actions of the segment's commits, oldest first. */
   def commitProtocolAndMetadata(): Seq[ProtocolOrMetadata.T] =
-    segment.commits.flatMap { file =>
-      readText(file).flatMap { line =>
+    readTexts(segment.commits).flatMap { case (file, lines) =>
+      lines.flatMap { line =>
         if (line.contains("\"protocol\"") || line.contains("\"metaData\"")) {
           parseLine(file, line)
           parseProtocolOrMetadataSafely(file, line)
         } else None
       }
-    }
+    }.toSeq
 
   // ---------------------------------------------------------------- file actions
 
   /** Adds and removes of the commits after the checkpoint, in log order. */
   def commitActions(needStats: Boolean): Iterator[FileAction.Action] =
-    segment.commits.iterator.flatMap { file =>
+    readTexts(segment.commits).flatMap { case (file, lines) =>
       val version = LogFiles.commitVersionOf(file.getPath.getName)
-      readText(file).iterator.flatMap { line =>
+      lines.iterator.flatMap { line =>
         val node = parseLine(file, line)
         if (!line.contains("\"add\"") && !line.contains("\"remove\"")) None
         else action(file, FileAction.fromJson(node, version, needStats))

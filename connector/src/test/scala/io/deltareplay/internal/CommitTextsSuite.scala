@@ -62,4 +62,55 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       }
     }
   }
+
+  test("a file another thread is reading is read once: the second reader waits for its bytes") {
+    withTempDir { dir =>
+      val file = new File(dir, f"${5L}%020d.json")
+      java.nio.file.Files.write(file.toPath, "{\"commitInfo\":{}}\n".getBytes("UTF-8"))
+      val status = new org.apache.hadoop.fs.Path(file.getAbsolutePath)
+        .getFileSystem(spark.sessionState.newHadoopConf())
+        .getFileStatus(new org.apache.hadoop.fs.Path(file.getAbsolutePath))
+      val reads = new java.util.concurrent.atomic.AtomicInteger()
+      val started = new java.util.concurrent.CountDownLatch(1)
+      val release = new java.util.concurrent.CountDownLatch(1)
+      def slowRead(): Array[Byte] = {
+        reads.incrementAndGet()
+        started.countDown()
+        release.await()
+        java.nio.file.Files.readAllBytes(file.toPath)
+      }
+      val first = new Thread(() => { CommitTexts.bytes(spark, status)(slowRead()); () })
+      first.start()
+      started.await()
+      val second = java.util.concurrent.CompletableFuture.supplyAsync(() =>
+        CommitTexts.bytes(spark, status)(slowRead())
+      )
+      Thread.sleep(200) // the second reader is waiting, not reading
+      assert(reads.get() == 1 && !second.isDone)
+      release.countDown()
+      assert(new String(second.get(), "UTF-8").contains("commitInfo"))
+      first.join()
+      assert(reads.get() == 1)
+
+      // a first read that fails is not the waiting reader's failure: it reads the file itself
+      CommitTexts.clear(spark)
+      val failing = new java.util.concurrent.CountDownLatch(1)
+      val doomed = new Thread(() =>
+        try {
+          CommitTexts.bytes(spark, status) {
+            started.countDown(); failing.await(); throw new java.io.IOException("gone")
+          }; ()
+        } catch { case _: java.io.IOException => () }
+      )
+      doomed.start()
+      Thread.sleep(100)
+      val waiter = java.util.concurrent.CompletableFuture.supplyAsync(() =>
+        CommitTexts.bytes(spark, status)(java.nio.file.Files.readAllBytes(file.toPath))
+      )
+      Thread.sleep(100)
+      failing.countDown()
+      assert(new String(waiter.get(), "UTF-8").contains("commitInfo"))
+      doomed.join()
+    }
+  }
 }
