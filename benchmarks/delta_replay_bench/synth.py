@@ -201,6 +201,10 @@ def _commit_info(version: int, operation: str) -> dict[str, Any]:
     }
 
 
+def _crc(version: int) -> str:
+    return f"{version:020d}.crc"
+
+
 def _write_commit(log: Path, version: int, actions: list[dict[str, Any]]) -> None:
     target = log / f"{version:020d}.json"
     with open(target, "w", encoding="utf-8") as out:
@@ -388,11 +392,11 @@ def generate(
         if progress:
             print(f"[synth] {spec.key()}: {text}", flush=True)
 
-    if (table / _DONE).exists():
+    if (table / _DONE).exists() and (table / "_delta_log" / _crc(table_version(table))).exists():
         repair(table)
         say(f"reusing {table}")
         return table
-    if table.exists():
+    if table.exists():  # incomplete, or from before tables had a version checksum
         shutil.rmtree(table)
     log = table / "_delta_log"
     log.mkdir(parents=True)
@@ -444,6 +448,12 @@ def generate(
         actions.extend(_remove(i, version, files) for i in gone)
         actions.extend(_add(i, version, files) for i in back)
         _write_commit(log, version, actions)
+    # a version checksum, as delta-spark writes after each commit (readers may take the protocol
+    # and metadata from it); the last version's, the one a reader of the table meets
+    pm = _protocol_and_metadata(spec)
+    crc = {"tableSizeBytes": sum(files.size(i) for i in candidates), "numFiles": len(candidates)}
+    crc |= {"numMetadata": 1, "numProtocol": 1, **pm[0], "metadata": pm[1]["metaData"]}
+    (log / _crc(version)).write_text(json.dumps(crc, separators=(",", ":")))
     if spec.data:
         _link_data(table, candidates, files, say)
     dim = None

@@ -90,6 +90,12 @@ def test_v1_reads_n_files_and_the_data(spark: SparkSession, synth_table: Path) -
     probe = oracle.where(f"id = {info['probe_id']}")
     assert [r["id"] for r in probe.collect()] == [info["probe_id"]]
     assert len(probe.inputFiles()) == 1  # disjoint id stats: skipping leaves the probe file
+    # the last version's checksum file says what V1 finds, with commit 0's protocol and metadata
+    crc = json.loads((synth_table / "_delta_log" / f"{info['version']:020d}.crc").read_text())
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{synth_table}`").first()
+    assert (crc["numFiles"], crc["tableSizeBytes"]) == (detail["numFiles"], detail["sizeInBytes"])
+    first = {k: v for a in _commits(synth_table)[0] for k, v in a.items()}
+    assert (crc["protocol"], crc["metadata"]) == (first["protocol"], first["metaData"])
     if connector_available(spark):
         ours = read(spark, str(synth_table))
         assert ours.count() == info["expected_rows"]

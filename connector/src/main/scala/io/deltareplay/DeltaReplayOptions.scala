@@ -81,6 +81,13 @@ object DeltaReplayOptions {
    */
   val PrefetchTail = "replay.prefetchTail"
 
+  /**
+   * Session key: whether a snapshot's protocol and metadata are taken from the version checksum
+   * file of its version (`NNN.crc`) when the log has one, instead of from its commits and
+   * checkpoint (default true).
+   */
+  val UseChecksum = "replay.useChecksum"
+
   /** Byte budget of the replay state cache (0 = a tenth of the driver's max heap). */
   val StateCacheMaxBytes = "replay.stateCache.maxBytes"
 
@@ -160,6 +167,7 @@ object DeltaReplayOptions {
   val IndexInBackgroundKey: String = SessionPrefix + IndexInBackground
   val CheckpointTwoPassKey: String = SessionPrefix + CheckpointTwoPass
   val PrefetchTailKey: String = SessionPrefix + PrefetchTail
+  val UseChecksumKey: String = SessionPrefix + UseChecksum
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes
   val MetadataAggregatesKey: String = SessionPrefix + MetadataAggregates
@@ -190,7 +198,8 @@ object DeltaReplayOptions {
     PlanningScratchDir -> "/tmp/delta-replay",
     Enabled -> "true",
     RouteAtLoad -> "true",
-    PrefetchTail -> "true"
+    PrefetchTail -> "true",
+    UseChecksum -> "true"
   )
 
   /**

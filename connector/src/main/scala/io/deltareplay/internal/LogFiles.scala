@@ -18,6 +18,13 @@ private[deltareplay] object LogFiles {
   case class V2Checkpoint(version: Long, uuid: String, format: String) extends LogFile
 
   private val CommitRe = """^(\d{20})\.json$""".r
+  private val ChecksumRe = """^(\d{20})\.crc$""".r
+
+  /** The version of a `00000000000000000012.crc` version checksum file's name. */
+  def checksumVersion(name: String): Option[Long] = name match {
+    case ChecksumRe(v) => Some(v.toLong)
+    case _ => None
+  }
   private val SingleRe = """^(\d{20})\.checkpoint\.parquet$""".r
   private val PartRe = """^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$""".r
   private val V2Re = """^(\d{20})\.checkpoint\.([^.]+)\.(json|parquet)$""".r

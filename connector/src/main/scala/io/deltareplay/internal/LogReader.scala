@@ -12,6 +12,7 @@ import org.apache.hadoop.util.functional.FutureIO
 import org.apache.parquet.HadoopReadOptions
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.spark.internal.Logging
 import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -34,7 +35,7 @@ private[deltareplay] object ProtocolOrMetadata {
  * through Spark's own Parquet reader called in-process. Used for protocol/metadata loading, the
  * local replay, and the commit tail of the distributed fast path.
  */
-private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegment) {
+private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegment) extends Logging {
   private val hadoopConf: Configuration = {
     val c = spark.sessionState.newHadoopConf()
     ParquetConf.copyFlags(spark.sessionState.conf, c)
@@ -81,14 +82,35 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
 
   // ---------------------------------------------------------------- protocol and metadata
 
-  /** The newest protocol and metaData: commits newest first, then the checkpoint. */
-  def tableMeta(): TableMeta = {
+  /**
+   * The newest protocol and metaData: the version's checksum file when it has one, else the commits
+   * newest first, then the checkpoint.
+   */
+  def tableMeta(): TableMeta = checksumMeta().getOrElse {
     val fromCommits = newestInCommits(segment.commits)
     val found =
       if (fromCommits.complete) fromCommits
       else checkpointProtocolAndMetadata().reverse.foldLeft(fromCommits)(_ offer _)
     found.meta.getOrElse(throw Errors.noProtocolOrMetadata(table, segment.version))
   }
+
+  /**
+   * Protocol and metadata as the segment's version checksum file records them
+   * ([[LogSegment.checksum]], `spark.deltareplay.replay.useChecksum`): one small read in place of
+   * the commits after the checkpoint and the checkpoint's protocol and metaData columns, as Delta
+   * Kernel loads a snapshot. Writers write it after the commit and never change it (PROTOCOL.md,
+   * "Version Checksum File"); a reader must not depend on it, so one that cannot be read or parsed,
+   * or lacks either action, is passed over (logged) like a missing one.
+   */
+  private def checksumMeta(): Option[TableMeta] =
+    segment.checksum.filter(_ => ReadConf.useChecksum(spark)).flatMap { file =>
+      try TableMeta.fromChecksum(readText(file).mkString("\n"))
+      catch {
+        case NonFatal(e) =>
+          logWarning(s"version checksum ${file.getPath} of $table not used, reading the log: $e")
+          None
+      }
+    }
 
   /**
    * The newest protocol and metaData actions of `commits` (ascending), read newest first until both

@@ -17,6 +17,8 @@ import org.apache.hadoop.fs.{FileStatus, FileSystem, Path}
  *   checkpoint; sidecars are found when it is read)
  * @param commits
  *   commit files, ascending, versions `checkpointVersion + 1 .. version`
+ * @param checksum
+ *   the version checksum file (`version.crc`) of `version`, when the listing had one
  */
 private[deltareplay] case class LogSegment(
     tablePath: Path,
@@ -25,7 +27,8 @@ private[deltareplay] case class LogSegment(
     checkpointVersion: Option[Long],
     checkpointKind: String,
     checkpoint: Seq[FileStatus],
-    commits: Seq[FileStatus]
+    commits: Seq[FileStatus],
+    checksum: Option[FileStatus] = None
 ) {
   def logPath: Path = new Path(tablePath, "_delta_log")
   def checkpointBytes: Long = checkpoint.map(_.getLen).sum
@@ -40,7 +43,8 @@ private[deltareplay] case class LogSegment(
       checkpointVersion = None,
       checkpointKind = "none",
       checkpoint = Nil,
-      commits = commits
+      commits = commits,
+      checksum = checksum.filter(_ => version == this.version)
     )
 
   def describe: String = {
@@ -56,7 +60,8 @@ private[deltareplay] object LogSegment {
       tablePath: Path,
       paths: TablePaths,
       commits: Map[Long, FileStatus],
-      checkpoints: Map[Long, (String, Seq[FileStatus])]
+      checkpoints: Map[Long, (String, Seq[FileStatus])],
+      checksums: Map[Long, FileStatus] = Map.empty
   ) {
     def latestVersion: Long =
       (commits.keys ++ checkpoints.keys).max
@@ -89,11 +94,14 @@ private[deltareplay] object LogSegment {
       .groupBy(_._1.version)
     val checkpoints = byVersion.flatMap { case (v, files) => complete(files).map(v -> _) }
     if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
+    val checksums =
+      statuses.flatMap(s => LogFiles.checksumVersion(s.getPath.getName).map(_ -> s)).toMap
     Listing(
       tablePath,
       TablePaths(tablePath, FileSystem.getDefaultUri(hadoopConf)),
       commits,
-      checkpoints
+      checkpoints,
+      checksums
     )
   }
 
@@ -146,7 +154,8 @@ private[deltareplay] object LogSegment {
           checkpointVersion = start,
           checkpointKind = start.map(v => listing.checkpoints(v)._1).getOrElse("none"),
           checkpoint = start.map(v => listing.checkpoints(v)._2).getOrElse(Nil),
-          commits = (first to target).map(listing.commits)
+          commits = (first to target).map(listing.commits),
+          checksum = listing.checksums.get(target)
         )
       case None =>
         val newestStart = usable.maxOption

@@ -150,6 +150,9 @@ private[deltareplay] object ReadConf {
   /** Whether the commits after a checkpoint are parsed ahead of need ([[TailPrefetch]]). */
   def prefetchTail(spark: SparkSession): Boolean = on(spark, O.PrefetchTailKey)
 
+  /** Whether protocol and metadata come from a version checksum file when there is one. */
+  def useChecksum(spark: SparkSession): Boolean = on(spark, O.UseChecksumKey)
+
   /** A session-only switch: on unless set to `false`. */
   private def on(spark: SparkSession, key: String): Boolean =
     spark.conf.getOption(key).forall(_.trim.toLowerCase(Locale.ROOT) != "false")

@@ -110,6 +110,18 @@ private[deltareplay] object TableMeta {
     else None
   }
 
+  /**
+   * The protocol and metadata a version checksum file (`NNN.crc`, one JSON object) records; None
+   * when it lacks either (both are required by the protocol, but a reader must not depend on the
+   * file); throws on a malformed one.
+   */
+  def fromChecksum(json: String): Option[TableMeta] = {
+    val node = mapper.readTree(json)
+    def objectAt(name: String) = Option(node.get(name)).filter(_.isObject)
+    for (p <- objectAt("protocol"); m <- objectAt("metadata"))
+      yield TableMeta(protocol(p), metadata(m))
+  }
+
   private def strings(n: JsonNode): Set[String] =
     if (n == null || n.isNull) Set.empty else n.elements().asScala.map(_.asText()).toSet
 

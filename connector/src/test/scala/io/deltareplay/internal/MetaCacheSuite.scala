@@ -60,7 +60,9 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
       (4 to 6).foreach(i => append(path, i * 10L))
       MetaCache.clear(spark)
 
-      val (v6, firstRead) = reading(load(path))
+      val (v6, firstRead) = withConf("spark.deltareplay.replay.useChecksum" -> "false") {
+        reading(load(path))
+      }
       assert(v6.version == 6)
       // the three commits after the checkpoint, newest first, then the checkpoint
       assert(firstRead.count(_.endsWith(".json")) == 3, firstRead)
@@ -105,6 +107,64 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
       assert(recreated.meta.tableId != v9.meta.tableId)
       assert(recreated.schema.fieldNames.toSeq == Seq("id", "s"))
       assertAsV1(path, recreated)
+    }
+  }
+
+  test(
+    "protocol and metadata from the version checksum file; a corrupt, partial or missing one: the log"
+  ) {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      spark.range(0, 5).write.format("delta").save(path)
+      (1 to 3).foreach(i => append(path, i * 10L))
+      DeltaLog.forTable(spark, path).checkpoint()
+      (4 to 5).foreach(i => append(path, i * 10L))
+      spark.sql(s"ALTER TABLE delta.`$path` ADD COLUMNS (extra STRING)")
+      spark.sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.appendOnly' = 'true')")
+      append(path, 80)
+      val log = new File(path, "_delta_log")
+      def crc(v: Long) = new File(log, f"$v%020d.crc")
+      assert((0L to 8L).forall(crc(_).isFile), "delta-spark wrote no version checksum files")
+      def fromLog(version: Long): TableMeta =
+        withConf("spark.deltareplay.replay.useChecksum" -> "false") {
+          MetaCache.clear(spark)
+          load(path, Some(version)).meta
+        }
+
+      // The newest version: its checksum file and the checkpoint's footer (checked before any
+      // replay); no commit is read. The same protocol and metadata as from the log, and as V1's.
+      MetaCache.clear(spark)
+      val (v8, read8) = reading(load(path))
+      assert(v8.version == 8)
+      assert(read8 == Seq(f"${3L}%020d.checkpoint.parquet", f"${8L}%020d.crc"), read8)
+      assert(v8.meta == fromLog(8))
+      assert(v8.schema.fieldNames.contains("extra"))
+      assert(v8.meta.configuration.get("delta.appendOnly").contains("true"))
+      assertAsV1(path, v8)
+      // time travel takes the checksum of the version it reads
+      MetaCache.clear(spark)
+      val (v5, read5) = reading(load(path, Some(5)))
+      assert(read5.contains(f"${5L}%020d.crc") && !read5.exists(_.endsWith(".json")), read5)
+      assert(v5.meta == fromLog(5) && !v5.schema.fieldNames.contains("extra"))
+
+      // Not JSON, then without metadata: passed over, the log gives them.
+      java.nio.file.Files.write(crc(8).toPath, "{not json".getBytes("UTF-8"))
+      MetaCache.clear(spark)
+      CommitTexts.clear(spark) // the commits are read again, not found in memory
+      val (corrupt, readCorrupt) = reading(load(path))
+      assert(readCorrupt.count(_.endsWith(".json")) >= 1, readCorrupt)
+      assert(corrupt.meta == fromLog(8))
+      java.nio.file.Files.write(crc(8).toPath, "{\"numFiles\":1}".getBytes("UTF-8"))
+      MetaCache.clear(spark)
+      assert(load(path).meta == fromLog(8))
+      // Missing: the log.
+      assert(crc(8).delete())
+      MetaCache.clear(spark)
+      CommitTexts.clear(spark)
+      val (missing, readMissing) = reading(load(path))
+      assert(!readMissing.exists(_.endsWith(".crc")) && readMissing.exists(_.endsWith(".json")))
+      assert(missing.meta == fromLog(8))
+      assertAsV1(path, missing)
     }
   }
 }

@@ -53,7 +53,7 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     val keys = O.Defaults.keySet
     assert(keys.map(_.toLowerCase).size === keys.size) // one spelling each
     assert(
-      O.KnownReadOptions === (keys - O.Enabled - O.RouteAtLoad - O.PrefetchTail ++ Set(
+      O.KnownReadOptions === (keys - O.Enabled - O.RouteAtLoad - O.PrefetchTail - O.UseChecksum ++ Set(
         O.VersionAsOf,
         O.TimestampAsOf,
         "path",
