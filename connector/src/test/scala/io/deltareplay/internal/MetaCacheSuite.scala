@@ -40,6 +40,16 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
   private def append(path: String, from: Long): Unit =
     spark.range(from, from + 5).write.format("delta").mode("append").save(path)
 
+  /** A table of appends at `dir`/t: versions 0 to `lastVersion`, a checkpoint at v3. */
+  private def checkpointedAt3(dir: File, lastVersion: Int): String = {
+    val path = new File(dir, "t").getAbsolutePath
+    spark.range(0, 5).write.format("delta").save(path)
+    (1 to 3).foreach(i => append(path, i * 10L))
+    DeltaLog.forTable(spark, path).checkpoint()
+    (4 to lastVersion).foreach(i => append(path, i * 10L))
+    path
+  }
+
   private def assertAsV1(path: String, s: TableSnapshot): Unit = {
     val v1 = DeltaLog.forTable(spark, path).getSnapshotAt(s.version).metadata
     assert(s.meta.tableId == v1.id, s"table id at v${s.version}")
@@ -51,13 +61,7 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
     "a newer version reads only its new commits; schema changes, time travel and a recreated table as V1"
   ) {
     withTempDir { dir =>
-      val path = new File(dir, "t").getAbsolutePath
-      spark.range(0, 5).write.format("delta").save(path)
-      (1 to 3).foreach(i => append(path, i * 10L))
-      DeltaLog
-        .forTable(spark, path)
-        .checkpoint() // at v3: the tail below holds no protocol/metaData
-      (4 to 6).foreach(i => append(path, i * 10L))
+      val path = checkpointedAt3(dir, lastVersion = 6) // the tail holds no protocol/metaData
       MetaCache.clear(spark)
 
       val (v6, firstRead) = withConf("spark.deltareplay.replay.useChecksum" -> "false") {
@@ -114,11 +118,7 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
     "protocol and metadata from the version checksum file; a corrupt, partial or missing one: the log"
   ) {
     withTempDir { dir =>
-      val path = new File(dir, "t").getAbsolutePath
-      spark.range(0, 5).write.format("delta").save(path)
-      (1 to 3).foreach(i => append(path, i * 10L))
-      DeltaLog.forTable(spark, path).checkpoint()
-      (4 to 5).foreach(i => append(path, i * 10L))
+      val path = checkpointedAt3(dir, lastVersion = 5)
       spark.sql(s"ALTER TABLE delta.`$path` ADD COLUMNS (extra STRING)")
       spark.sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.appendOnly' = 'true')")
       append(path, 80)
