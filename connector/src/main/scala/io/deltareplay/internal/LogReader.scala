@@ -72,9 +72,14 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
     new String(bytes, StandardCharsets.UTF_8).split('\n').toSeq.filter(_.trim.nonEmpty)
   }
 
-  /** The lines of each of `files`, in order, read a few at a time ahead ([[ReadAhead]]). */
+  /**
+   * The lines of each of `files`, in order, read a few at a time ahead ([[ReadAhead]]); on a local
+   * disk one after another (a read takes about as long as handing it to another thread).
+   */
   private def readTexts(files: Seq[FileStatus]): Iterator[(FileStatus, Seq[String])] =
-    ReadAhead(files, (f: FileStatus) => f.getLen)(f => f -> readText(f))
+    if (files.headOption.forall(_.getPath.toUri.getScheme == "file")) {
+      files.iterator.map(f => f -> readText(f))
+    } else ReadAhead(files, (f: FileStatus) => f.getLen)(f => f -> readText(f))
 
   private def parseLine(file: FileStatus, line: String): JsonNode =
     try mapper.readTree(line)
@@ -101,16 +106,26 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
    * Kernel loads a snapshot. Writers write it after the commit and never change it (PROTOCOL.md,
    * "Version Checksum File"); a reader must not depend on it, so one that cannot be read or parsed,
    * or lacks either action, is passed over (logged) like a missing one.
+   *
+   * Only for a segment whose commits after the checkpoint the replay reconciles on the driver (the
+   * fast path, by the session's `replay.tailFastPathMaxBytes`): a commit the load no longer reads
+   * is then still read before any answer, by a reader that names it when it is corrupt. Without a
+   * checkpoint, or with a longer tail (read as a Spark job), the load reads the commits as before.
    */
   private def checksumMeta(): Option[TableMeta] =
-    segment.checksum.filter(_ => ReadConf.useChecksum(spark)).flatMap { file =>
-      try TableMeta.fromChecksum(readText(file).mkString("\n"))
-      catch {
-        case NonFatal(e) =>
-          logWarning(s"version checksum ${file.getPath} of $table not used, reading the log: $e")
-          None
+    segment.checksum
+      .filter { _ =>
+        ReadConf
+          .useChecksum(spark) && DistributedReplay.fastPath(segment, ReadConf(spark, Map.empty))
       }
-    }
+      .flatMap { file =>
+        try TableMeta.fromChecksum(readText(file).mkString("\n"))
+        catch {
+          case NonFatal(e) =>
+            logWarning(s"version checksum ${file.getPath} of $table not used, reading the log: $e")
+            None
+        }
+      }
 
   /**
    * The newest protocol and metaData actions of `commits` (ascending), read newest first until both
