@@ -147,7 +147,9 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
         "--quick",
         "--sizes=300",
         "--real-files=0",
-        "--readers=delta-replay-auto,delta-replay-executors,v1,kernel-v2,delta-rs",
+        # this connector's executor planning is measured by the same code as auto; its answers
+        # and metrics are ExecutorPlanningSuite's (Scala), so the smoke leaves it out (CI time)
+        "--readers=delta-replay-auto,v1,kernel-v2,delta-rs",
         "--stream-readers=delta-replay",
         f"--tables={tmp_path / 'tables'}",
         f"--out={out}",
@@ -162,7 +164,7 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     by_reader = {(r["reader"], r["kind"]): r for r in rows}
     expected = rows[0]["files"] * 1000  # rows per file, less one per DV file (below)
     counts = set()
-    for reader in ("delta-replay-auto", "delta-replay-executors", "v1", "kernel-v2"):
+    for reader in ("delta-replay-auto", "v1", "kernel-v2"):
         row = by_reader[(reader, "batch")]
         assert row["plan"]["files"] == 300, (reader, row)
         assert row["selective"]["rows"] == 1, (reader, row)
@@ -172,12 +174,8 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
             [scan] = row["replan"]["selective_scan"]
             # the probe's file, plus the two appended files: their stats have no min/max
             assert scan["filesAfterSkipping"] == 3 and scan["liveFiles"] == 302, (reader, scan)
-            if reader == "delta-replay-auto":
-                assert scan["replayMode"].startswith("incremental"), (reader, scan)
-                assert scan["planning"] == "driver", (reader, scan)
-            else:  # the file list stays on the executors: no driver-side state to roll forward
-                assert scan["planning"].startswith("executors"), (reader, scan)
-                assert scan["replayMode"].endswith("on the executors"), (reader, scan)
+            assert scan["replayMode"].startswith("incremental"), (reader, scan)
+            assert scan["planning"] == "driver", (reader, scan)
         counts.add(row["count"]["value"])
         counts.add(row["full"]["rows"])
         assert row["join"]["dynamic_pruning"], (reader, row)
