@@ -1,7 +1,5 @@
 package io.deltareplay.internal
 
-import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ExecutionException}
-
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.SparkSession
 
@@ -28,51 +26,22 @@ private[deltareplay] object CommitTexts {
   /** Bytes kept per session. */
   val MaxBytes: Long = 16L << 20
 
-  private final class Texts {
-    val kept = new BoundedLru[MetaCache.FileId, Array[Byte]](Int.MaxValue, MaxBytes, _.length)
-
-    /** Reads under way: a second reader of the same file waits for the first one's bytes. */
-    val reading = new ConcurrentHashMap[MetaCache.FileId, CompletableFuture[Array[Byte]]]()
-  }
-
-  private val textsOf = new PerSession(() => new Texts)
+  private val cacheOf =
+    new PerSession(() =>
+      new BoundedLru[MetaCache.FileId, Array[Byte]](Int.MaxValue, MaxBytes, _.length)
+    )
 
   /** Forgets this session's commit texts. */
-  def clear(spark: SparkSession): Unit = textsOf.remove(spark)
+  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
 
   /**
    * The bytes of `file`: kept ones, or `read()` (kept when small enough and caching is on). While
    * one thread reads a file (the load's read-ahead, [[ReadAhead]]), another that asks for it (the
-   * tail's prefetch) waits for those bytes instead of reading it again (and reads it itself if that
-   * read fails).
+   * tail's prefetch) waits for those bytes ([[BoundedLru.getOrRead]]).
    */
   def bytes(spark: SparkSession, file: FileStatus)(read: => Array[Byte]): Array[Byte] = {
     if (file.getLen > MaxFileBytes || !ReadConf(spark, Map.empty).stateCache) return read
-    val texts = textsOf(spark)
-    val id = MetaCache.FileId(file)
-    texts.kept.get(id).getOrElse {
-      val mine = new CompletableFuture[Array[Byte]]()
-      Option(texts.reading.putIfAbsent(id, mine)) match {
-        case Some(theirs) =>
-          // their failure (or their thread cancelled mid-read) is not this reader's: read it
-          try theirs.get()
-          catch { case _: ExecutionException => read }
-        case None =>
-          try {
-            val fresh = texts.kept.get(id).getOrElse {
-              val bytes = read
-              // a file shorter or longer than it was listed is not the listed file: not kept
-              if (bytes.length == file.getLen) texts.kept.put(id, bytes)
-              bytes
-            }
-            mine.complete(fresh)
-            fresh
-          } catch {
-            case e: Throwable =>
-              mine.completeExceptionally(e)
-              throw e
-          } finally texts.reading.remove(id, mine)
-      }
-    }
+    // a file shorter or longer than it was listed is not the listed file: not kept
+    cacheOf(spark).getOrRead(MetaCache.FileId(file), _.length == file.getLen)(read)
   }
 }
