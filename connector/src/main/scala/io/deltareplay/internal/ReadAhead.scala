@@ -1,17 +1,10 @@
 package io.deltareplay.internal
 
-import java.util.concurrent.{
-  Callable,
-  ExecutionException,
-  Future,
-  LinkedBlockingQueue,
-  ThreadFactory,
-  ThreadPoolExecutor,
-  TimeUnit
-}
-import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.{Callable, ExecutionException, Future}
 
 import scala.collection.mutable
+
+import org.apache.spark.sql.deltareplay.SparkBridge
 
 /**
  * Log files read ahead of the one being parsed, on a small shared pool of daemon threads, handed
@@ -37,26 +30,8 @@ private[deltareplay] object ReadAhead {
   /** Listed bytes in flight at once; a larger file is read alone. */
   val MaxBytes: Long = 64L << 20
 
-  private lazy val pool = {
-    val count = new AtomicInteger()
-    val threads = new ThreadFactory {
-      def newThread(r: Runnable): Thread = {
-        val t = new Thread(r, s"delta-replay log read-${count.incrementAndGet()}")
-        t.setDaemon(true)
-        t
-      }
-    }
-    val p = new ThreadPoolExecutor(
-      MaxFiles,
-      MaxFiles,
-      30L,
-      TimeUnit.SECONDS,
-      new LinkedBlockingQueue[Runnable](),
-      threads
-    )
-    p.allowCoreThreadTimeOut(true) // no threads left behind in an idle driver
-    p
-  }
+  /** Idle threads end after 30 s: none are left behind in an idle driver. */
+  private lazy val pool = SparkBridge.daemonPool("delta-replay log read", MaxFiles, 30)
 
   /**
    * `read` of each of `items`, in order; `bytes` weighs an item for [[MaxBytes]]. One item is read

@@ -1,9 +1,10 @@
 package io.deltareplay.internal
 
-import java.util.concurrent.{Callable, ExecutionException, Executors, Future, ThreadFactory}
+import java.util.concurrent.{Callable, ExecutionException, Future}
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.deltareplay.SparkBridge
 
 /**
  * The commits after a checkpoint, reconciled ahead of need. When a DataFrame or stream over a table
@@ -43,13 +44,7 @@ private[deltareplay] object TailPrefetch extends Logging {
 
   private val pendingOf = new PerSession(() => new java.util.LinkedHashMap[Key, Pending]())
 
-  private lazy val pool = Executors.newSingleThreadExecutor(new ThreadFactory {
-    def newThread(r: Runnable): Thread = {
-      val t = new Thread(r, "delta-replay tail prefetch")
-      t.setDaemon(true)
-      t
-    }
-  })
+  private lazy val pool = SparkBridge.daemonThread("delta-replay tail prefetch")
 
   private def key(segment: LogSegment): Option[Key] =
     segment.checkpointVersion.map(Key(segment.table, _, segment.commits.map(MetaCache.FileId(_))))

@@ -21,6 +21,21 @@ import org.apache.spark.sql.types.{StringType, StructType}
 /** Spark APIs that are `private[sql]` or `private[spark]`, reached from inside Spark's package. */
 object SparkBridge {
 
+  /**
+   * A pool of at most `threads` daemon threads named `prefix-N`, each ending after
+   * `keepAliveSeconds` idle (Spark's own helper, as its driver uses for its background work).
+   */
+  def daemonPool(
+      prefix: String,
+      threads: Int,
+      keepAliveSeconds: Int
+  ): java.util.concurrent.ThreadPoolExecutor =
+    org.apache.spark.util.ThreadUtils.newDaemonCachedThreadPool(prefix, threads, keepAliveSeconds)
+
+  /** One daemon thread named `name`, taking tasks in turn (Spark's own helper). */
+  def daemonThread(name: String): java.util.concurrent.ThreadPoolExecutor =
+    org.apache.spark.util.ThreadUtils.newDaemonSingleThreadExecutor(name)
+
   /** A Catalyst filter as a data source filter, if it translates. */
   def translateFilter(e: Expression): Option[Filter] =
     DataSourceStrategy.translateFilter(e, supportNestedPredicatePushdown = true)
