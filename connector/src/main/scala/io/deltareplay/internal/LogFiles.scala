@@ -18,16 +18,10 @@ private[deltareplay] object LogFiles {
   case class V2Checkpoint(version: Long, uuid: String, format: String) extends LogFile
 
   private val CommitRe = """^(\d{20})\.json$""".r
-  private val ChecksumRe = """^(\d{20})\.crc$""".r
-
-  /** The version of a `00000000000000000012.crc` version checksum file's name. */
-  def checksumVersion(name: String): Option[Long] = name match {
-    case ChecksumRe(v) => Some(v.toLong)
-    case _ => None
-  }
   private val SingleRe = """^(\d{20})\.checkpoint\.parquet$""".r
   private val PartRe = """^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$""".r
   private val V2Re = """^(\d{20})\.checkpoint\.([^.]+)\.(json|parquet)$""".r
+  private val ChecksumRe = """^(\d{20})\.crc$""".r
 
   /** What a file name in `_delta_log` is, if it takes part in replay. */
   def parse(name: String): Option[LogFile] = name match {
@@ -35,6 +29,12 @@ private[deltareplay] object LogFiles {
     case SingleRe(v) => Some(SingleCheckpoint(v.toLong))
     case PartRe(v, p, n) => Some(PartCheckpoint(v.toLong, p.toInt, n.toInt))
     case V2Re(v, uuid, fmt) => Some(V2Checkpoint(v.toLong, uuid, fmt))
+    case _ => None
+  }
+
+  /** The version of a `00000000000000000012.crc` version checksum file's name. */
+  def checksumVersion(name: String): Option[Long] = name match {
+    case ChecksumRe(v) => Some(v.toLong)
     case _ => None
   }
 
