@@ -296,6 +296,9 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
           assert(m.replayMode.contains("checkpoint filtered by the query"), s"$q: $m")
           assert(m.index.startsWith("narrowed"), s"$q: $m")
           assert(m.liveFiles < live, s"$q: $m") // only what the filters may match
+          // the checkpoint's adds through stats_parsed, the tail's from their JSON statistics
+          // (TailFilter): as narrow as skipping on the entries
+          assert(m.liveFiles === m.filesAfterSkipping, s"$q: $m")
         }
         assert(IndexCache.usage(spark)._1 === 0) // no index of the whole version kept
         // The same query again plans from the files its first read narrowed to; another query

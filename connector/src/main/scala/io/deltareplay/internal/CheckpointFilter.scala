@@ -48,8 +48,9 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
   /** `e` with entry columns replaced by the checkpoint's; None if it uses another entry column. */
   private def onCheckpoint(e: Expression, statsType: Option[DataType]): Option[Expression] = {
     val partition = entry.partitionFrom(UnresolvedAttribute(Seq("add", "partitionValues")))
+    val statsField = CheckpointFilter.StatsField(statsAttr)
     val moved = e.transformDown {
-      case g @ StatsField(names) =>
+      case g @ statsField(names) =>
         val found = statsType.flatMap(t => CheckpointFilter.fieldType(t, names))
         if (found.contains(g.dataType)) UnresolvedAttribute("add" +: "stats_parsed" +: names)
         else Literal(null, g.dataType)
@@ -57,23 +58,23 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
     }
     if (moved.exists(_.isInstanceOf[AttributeReference])) None else Some(moved)
   }
+}
 
-  /** A field of the entry's `stats`, as its names from `stats` down. */
-  private object StatsField {
+private[deltareplay] object CheckpointFilter {
+
+  /** A field of an entry's `stats` (the attribute `stats`), as its names from `stats` down. */
+  final case class StatsField(stats: Attribute) {
     def unapply(e: Expression): Option[Seq[String]] = e match {
       case g: GetStructField => path(g)
       case _ => None
     }
     private def path(e: Expression): Option[Seq[String]] = e match {
-      case a: AttributeReference if a.exprId == statsAttr.exprId => Some(Vector.empty)
+      case a: AttributeReference if a.exprId == stats.exprId => Some(Vector.empty)
       case GetStructField(child, ordinal, _) =>
         path(child).map(_ :+ child.dataType.asInstanceOf[StructType](ordinal).name)
       case _ => None
     }
   }
-}
-
-private[deltareplay] object CheckpointFilter {
 
   /** The type of the field at `names` inside `t`, if there is one. */
   def fieldType(t: DataType, names: Seq[String]): Option[DataType] = names match {

@@ -68,7 +68,13 @@ private[deltareplay] class DistributedReplay(
           val (tail, added, chunks) =
             try {
               val t = reconciledTail()
-              val added = DriverIndex.tailChunk(entry, p, t, entry.projector())
+              // a narrowed read builds entries only for the tail adds its filters may match
+              val onTail = checkpointFilter
+                .filter(_ => filtersCheckpoint)
+                .map(c => new TailFilter(entry, c.filter))
+                .filter(_.narrows)
+              val keep = onTail.fold((_: LiveFile) => true)(f => f.keeps)
+              val added = DriverIndex.tailChunk(entry, p, t, entry.projector(), keep)
               val chunks = DistributedReplay.logErrors(segment)(
                 scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
               )

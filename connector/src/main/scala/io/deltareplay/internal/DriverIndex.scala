@@ -237,16 +237,23 @@ private[deltareplay] object DriverIndex {
     }
   }
 
-  /** The chunk of a reconciled tail's winning adds (none when it has none). */
+  /**
+   * The chunk of a reconciled tail's winning adds, of those `keep` accepts (none when there are
+   * none; `toEntry` is made only then).
+   */
   def tailChunk(
       entry: FileEntry,
       paths: TablePaths,
       tail: LocalReplay.Reconciler,
-      toEntry: LiveFile => InternalRow
+      toEntry: => LiveFile => InternalRow,
+      keep: LiveFile => Boolean = _ => true
   ): Option[EntryChunk] = {
-    val added = tail.liveFiles()
+    val added = tail.liveFiles().filter(keep)
     if (added.isEmpty) None
-    else Some(chunk(entry, paths, added.map(toEntry).toIndexedSeq, added))
+    else {
+      val project = toEntry
+      Some(chunk(entry, paths, added.map(project).toIndexedSeq, added))
+    }
   }
 
   /** Rows per chunk when an index is built on the driver (bounds the transient row objects). */

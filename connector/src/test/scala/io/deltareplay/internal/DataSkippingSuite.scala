@@ -21,7 +21,9 @@ import org.scalatest.funsuite.AnyFunSuite
  * millisecond timestamps, NaN, -0.0, wide decimals, all-null columns), a generated predicate never
  * skips a file that holds a row Spark accepts, and the driver's evaluation (entries projected on
  * the driver) and the Spark job's (entries built by `columnsFromLiveFile` in tasks) keep the same
- * files, and the column-wise first pass over index columns ([[SkipVector]]) leaves each of them in.
+ * files, and the column-wise first pass over index columns ([[SkipVector]]), the filter moved onto
+ * a checkpoint ([[CheckpointFilter]]) and the one checked on a commit tail's adds before their
+ * entries are built ([[TailFilter]]) leave each of them in.
  *
  * Seeded: `DELTAREPLAY_TEST_SEED=N build/sbt ...` replays a run, `DELTAREPLAY_TEST_TABLES=N` runs
  * more tables (build.sbt passes them on); a failure prints the seed, the table and the predicate.
@@ -224,7 +226,7 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
     "skipping never drops a file holding a matching row; driver, Spark jobs, the column-wise " +
       "pass and the checkpoint filter agree"
   ) {
-    var checked, skipped, checkpointAgrees, vectorLeftOut = 0L
+    var checked, skipped, checkpointAgrees, vectorLeftOut, tailLeftOut = 0L
     val millis = scala.collection.mutable.LinkedHashMap.empty[String, Long].withDefaultValue(0L)
     var mark = System.nanoTime()
     def phase(name: String): Unit = {
@@ -357,6 +359,13 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
         }
 
         phase("checkpoint filter")
+        // and onto the adds of a commit tail (TailFilter), before their entries are built
+        val onTail: Seq[Set[String]] = filters.map { ff =>
+          val tf = new TailFilter(entry, ff)
+          files.filter(tf.keeps).map(_.path).toSet
+        }
+
+        phase("tail filter")
         assert(
           matching.keySet.subsetOf(
             files.map(f => new org.apache.hadoop.fs.Path(f.path).getName).toSet
@@ -377,6 +386,11 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
               s"$clue the checkpoint filter dropped $name, which skipping keeps (${f.stats})"
             )
             if (inCheckpoint(i).contains(f.path) == onDriver(f.path)(i)) checkpointAgrees += 1
+            assert(
+              !onDriver(f.path)(i) || onTail(i).contains(f.path),
+              s"$clue the tail filter dropped $name, which skipping keeps (${f.stats})"
+            )
+            if (!onTail(i).contains(f.path)) tailLeftOut += 1
             if (rowsMatch) {
               assert(
                 onDriver(f.path)(i),
@@ -397,6 +411,9 @@ class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with Predica
     info(s"the column-wise pass left out $vectorLeftOut of them before the row-wise predicate")
     // it does narrow (floats, decimals, booleans and IN lists are left to the row-wise predicate)
     assert(vectorLeftOut > skipped / 4, s"seed $seed: $vectorLeftOut of $skipped")
+    info(s"the tail filter left out $tailLeftOut of them before their entries were built")
+    // it narrows too (decimals, dates and timestamps are left to the entries)
+    assert(tailLeftOut > skipped / 4, s"seed $seed: $tailLeftOut of $skipped")
     // the property is not vacuous: the rules do skip files
     assert(skipped > checked / 10, s"seed $seed: only $skipped of $checked skipped")
   }
