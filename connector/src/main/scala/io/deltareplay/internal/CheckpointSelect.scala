@@ -105,7 +105,8 @@ private[deltareplay] object CheckpointSelect {
     val rows = spark.sparkContext
       .parallelize(described, math.max(1, described.size))
       .mapPartitions { it =>
-        val project = UnsafeProjection.create(readSchema)
+        // made only for a file read whole (a compile of the wide read schema otherwise saved)
+        lazy val project = UnsafeProjection.create(readSchema)
         it.flatMap { case (path, start, length, fileLength, modified) =>
           val file = PartitionedFile(
             InternalRow.empty,
