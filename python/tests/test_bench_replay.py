@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from delta_replay_bench.replay.bench import merge_rows
 from delta_replay_bench.replay.report import HEAP_NOISE_MB, cell, targets
+from delta_replay_bench.replay.report_store import store_targets
 from delta_replay_bench.synth import SynthSpec, append_commit, generate, manifest, table_version
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
@@ -266,6 +267,16 @@ def test_report_gives_the_query_and_stream_targets_of_the_routed_reader() -> Non
     assert "0.10 s" in next(x for x in lines if "after one new commit" in x)
     stream = next(x for x in lines if "first micro-batch" in x)
     assert "4.50 s" in stream and "raised: 0.30x" in stream, stream
+    # on the store: the re-plan target is the filtered query's (one LIST, the new commit's GET);
+    # the plan of the whole table again is shown beside it
+    rows[0]["replan"] = {
+        "selective_planning_s": 0.26,
+        "selective_requests": {"LIST": 1, "HEAD": 2, "GET": 1},
+        "planning_s": 2.73,
+    }
+    replan = next(x for x in store_targets(rows) if "re-plan" in x)
+    assert "0.26 s, 1 / 2 / 1 LIST / HEAD / GET" in replan, replan
+    assert "the whole table planned again: 2.73 s" in replan, replan
 
 
 def test_store_serves_a_placed_table_and_counts_its_requests(tmp_path: Path) -> None:

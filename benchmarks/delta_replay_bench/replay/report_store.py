@@ -133,8 +133,11 @@ def store_targets(rows: list[Row]) -> list[str]:
     ours = auto_reader(rows, big)
     first = num(get(ours, "cold_selective", "seconds"))
     again = num(get(ours, "cold_selective", "again_s"))
-    replan = num(get(ours, "replan", "planning_s"))
-    replan_req = get(ours, "replan", "requests") or {}
+    # the target's read: a filtered query planned again after one more commit; the plan of the
+    # whole table again (every split of every file planned) is shown beside it
+    replan = num(get(ours, "replan", "selective_planning_s"))
+    replan_req = get(ours, "replan", "selective_requests") or {}
+    whole = num(get(ours, "replan", "planning_s"))
     first_req = num(dig(get(ours, "cold_selective", "requests") or {}, "total"))
     v1_req = num(dig(get("v1", "cold_selective", "requests") or {}, "total"))
     v1_first = num(get("v1", "cold_selective", "seconds"))
@@ -143,6 +146,8 @@ def store_targets(rows: list[Row]) -> list[str]:
     replan_text = "n/a" if replan is None else f"{replan:.2f} s"
     if replan_req:
         replan_text += f", {_requests_cell(replan_req)} LIST / HEAD / GET"
+    if whole is not None:
+        replan_text += f"; the whole table planned again: {whole:.2f} s"
     requests_text = (
         "n/a" if first_req is None or v1_req is None else f"{first_req:.0f} vs V1's {v1_req:.0f}"
     )
@@ -151,7 +156,7 @@ def store_targets(rows: list[Row]) -> list[str]:
         f"{big:,} files, first filtered query vs Kernel V2: {ratio(first, v2_first)} "
         "(target <= 0.1x)",
         f"{big:,} files, the same query again vs V1: {ratio(again, v1_again)} (target <= 0.5x)",
-        f"{big:,} files, re-plan after one commit: {replan_text} "
+        f"{big:,} files, re-plan of a filtered query after one commit: {replan_text} "
         "(target <= 0.3 s with at most one LIST and the new commit's GET)",
         f"{big:,} files, requests of the first filtered query: {requests_text} "
         "(target: no more than V1's)",
