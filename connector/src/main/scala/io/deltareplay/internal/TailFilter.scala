@@ -64,7 +64,7 @@ private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter
     if (!partialResults || !filter.skips) Literal.TrueLiteral
     else {
       val moved = onAdd(filter.skip.transformDown {
-        case g @ statsField(names) if Readable(g.dataType) =>
+        case g @ statsField(names) if readable(g.dataType) =>
           leaves.getOrElseUpdate(names, BoundReference(offset + leaves.size, g.dataType, true))
         case g @ statsField(_) => Literal(null, g.dataType)
       })
@@ -103,14 +103,12 @@ private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter
 
 private[deltareplay] object TailFilter {
 
-  /** The statistic types [[StatsReader]] reads as Spark's JSON reader converts them. */
-  object Readable {
-    def apply(t: DataType): Boolean = t match {
-      case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => true
-      case BooleanType => true
-      case s: StringType => s == StringType
-      case _ => false
-    }
+  /** Whether [[StatsReader]] reads statistics of type `t` (as Spark's JSON reader converts it). */
+  def readable(t: DataType): Boolean = t match {
+    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => true
+    case BooleanType => true
+    case s: StringType => s == StringType
+    case _ => false
   }
 
   /**

@@ -122,7 +122,7 @@ class TailFilterSuite extends AnyFunSuite with DeltaOracle {
     // well-formed documents are read: every value of the first one that the reader takes
     val first = new GenericInternalRow(leaves.size)
     assert(reader.read(documents.head, first))
-    val readable = leaves.zipWithIndex.filter { case ((_, t), _) => TailFilter.Readable(t) }
+    val readable = leaves.zipWithIndex.filter { case ((_, t), _) => TailFilter.readable(t) }
     val firstSpark =
       toEntry(add(documents.head)).getStruct(entry.Ord.Stats, entry.statsSchema.length)
     readable.foreach { case ((names, t), i) =>
