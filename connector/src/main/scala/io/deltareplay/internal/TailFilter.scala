@@ -46,8 +46,9 @@ private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter
     entry.attributes.zip(entry.fromLiveFile).map { case (a, e) => a.exprId -> e }.toMap
 
   private val leaves = mutable.LinkedHashMap.empty[Seq[String], BoundReference]
-  private val partialResults =
-    SQLConf.get.getConfString("spark.sql.json.enablePartialResults", "true").toBoolean
+
+  /** As Spark's JSON reader takes it (the session's `spark.sql.json.enablePartialResults`). */
+  private val partialResults = SQLConf.get.jsonEnablePartialResults
 
   /** Entry columns other than `stats` replaced by their definition over a [[LiveFile]] row. */
   private def onAdd(e: Expression): Expression = e.transformUp {
@@ -87,6 +88,7 @@ private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter
     case b: BoundReference => b.ordinal < offset
     case _ => false
   }
+  private val noAdd = new GenericInternalRow(offset) // read only: stands for an unused add row
   private val reader = new StatsReader(leaves.toSeq.map { case (n, b) => n -> b.dataType }, entry)
 
   /** Whether the read may match the add (false only where the entry predicate is false). */
@@ -95,7 +97,7 @@ private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter
     val sure = leaves.isEmpty || f.stats == null || reader.read(f.stats, values)
     if (!sure) true
     else {
-      val add = if (needsAdd) f.toInternalRow else new GenericInternalRow(offset)
+      val add = if (needsAdd) f.toInternalRow else noAdd
       predicate.eval(new JoinedRow(add, values)) != false
     }
   }
