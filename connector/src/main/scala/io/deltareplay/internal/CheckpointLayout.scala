@@ -1,7 +1,7 @@
 package io.deltareplay.internal
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, StructsToJson}
+import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
 
 /**
@@ -17,7 +17,61 @@ private[deltareplay] case class CheckpointLayout(
     statsParsedInEveryAdd: Boolean
 ) {
 
-  private val addType = readSchema("add").dataType.asInstanceOf[StructType]
+  val addType: StructType = readSchema("add").dataType.asInstanceOf[StructType]
+
+  /** The fields of [[readSchema]]'s `add`, without the JSON statistics unless `jsonStats`. */
+  def addFields(jsonStats: Boolean): StructType =
+    if (jsonStats) addType else StructType(addType.filterNot(_.name == "stats"))
+
+  /**
+   * Whether replay reads an add's JSON statistics: they are needed, and not always taken typed
+   * (`typed`: the statistics type an index takes from `stats_parsed`).
+   */
+  def jsonStats(needStats: Boolean, typed: Option[DataType]): Boolean =
+    needStats && !(statsParsedInEveryAdd && typed.isDefined)
+
+  /**
+   * The index entry of a checkpoint add, as expressions over a row whose one column is `add` with
+   * `fields` ([[addFields]]); the same values the distributed replay's frames give it: statistics
+   * from `stats_parsed` aligned to `typed` where the layout has them, else from the JSON ones, or
+   * from `stats_parsed` written as JSON in `timeZone` when there is no type to align to.
+   */
+  def entryOfAdd(
+      entry: FileEntry,
+      fields: StructType,
+      typed: Option[DataType],
+      needStats: Boolean,
+      timeZone: String
+  ): Seq[Expression] = {
+    val add = BoundReference(0, fields, nullable = true)
+    def field(name: String) = GetStructField(add, fields.fieldIndex(name), Some(name))
+    val parsed = if (hasStatsParsed) Some(field(CheckpointLayout.StatsParsedField)) else None
+    val aligned = for (p <- parsed; t <- typed) yield FileEntry.align(p, p.dataType, t)
+    val noJson = Literal(null, StringType)
+    val json = (aligned, parsed) match {
+      case _ if !needStats => noJson
+      case (Some(_), _) if statsParsedInEveryAdd => noJson
+      case (Some(a), _) => If(IsNull(a), field("stats"), noJson)
+      case (None, Some(p)) =>
+        Coalesce(Seq(field("stats"), StructsToJson(Map.empty, p, Some(timeZone))))
+      case (None, None) => field("stats")
+    }
+    val live = Map(
+      LiveFile.Ord.Path -> field("path"),
+      LiveFile.Ord.PartitionValues -> field("partitionValues"),
+      LiveFile.Ord.Size -> field("size"),
+      LiveFile.Ord.ModificationTime -> field("modificationTime"),
+      LiveFile.Ord.Stats -> json,
+      LiveFile.Ord.Dv -> field("deletionVector")
+    )
+    // bottom-up: the expressions put in are not visited again
+    val fromAdd = entry.fromLiveFile.map(_.transformUp { case b: BoundReference =>
+      live(b.ordinal)
+    })
+    typed.fold(fromAdd) { t =>
+      fromAdd.init :+ Coalesce(Seq(aligned.getOrElse(Literal(null, t)), fromAdd.last))
+    }
+  }
 
   /** `add.stats_parsed` turned into the same JSON `add.stats` holds (null when absent). */
   private lazy val parsedToJson: InternalRow => String =

@@ -13,17 +13,18 @@ import org.apache.parquet.internal.column.columnindex.OffsetIndex
 import org.apache.parquet.internal.filter2.columnindex.RowRanges
 import org.apache.parquet.io.ColumnIOFactory
 import org.apache.spark.paths.SparkPath
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.logical.Filter
+import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.sql.execution.datasources.parquet.{
   DeltaReplayParquetRows,
   ParquetFileFormat
 }
-import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.{LongAccumulator, SerializableConfiguration}
@@ -50,6 +51,11 @@ import org.apache.spark.util.{LongAccumulator, SerializableConfiguration}
  * When a file lacks offset indexes, or more than [[MaxSelectedShare]] of its rows pass, or the
  * first pass did not see the footer's row count, the task reads the file whole with the vectorized
  * reader instead (the filter runs after either way): never fewer rows than the filter keeps.
+ *
+ * Only the checkpoint's adds are wanted (the first pass asks for `add IS NOT NULL`; a file read
+ * whole gives its other rows too, which the condition drops), and of them only the `add` fields the
+ * caller asks for: a checkpoint row holds one action, so the other columns of an add's row are null
+ * and their pages need not be read (in pass 2 a page per column and kept row).
  */
 private[deltareplay] object CheckpointSelect {
 
@@ -57,19 +63,98 @@ private[deltareplay] object CheckpointSelect {
   val MaxSelectedShare = 0.05
 
   /**
-   * The rows of `files` (of `readSchema`, with an `add` struct) that `filter` may keep, and maybe
-   * more: apply `filter` to the frame. `rowsRead` counts the rows the first pass read,
-   * `rowsDecoded` the rows decoded in full.
+   * Rows a task's condition or projection is interpreted for before it is compiled: a selective
+   * filter leaves a handful, and compiling costs more than they do (100-200 ms in a new JVM).
    */
+  val InterpretedRows = 4096L
+
+  /** `bound` as a predicate: interpreted for the first [[InterpretedRows]] rows, then compiled. */
+  def predicateOf(bound: Expression): InternalRow => Boolean = {
+    val interpreted = Predicate.createInterpreted(bound)
+    interpreted.initialize(0)
+    lazy val compiled = { val p = Predicate.create(bound); p.initialize(0); p }
+    var evaluated = 0L
+    row => {
+      evaluated += 1
+      if (evaluated <= InterpretedRows) interpreted.eval(row) else compiled.eval(row)
+    }
+  }
+
+  /** `bound` as an unsafe projection: interpreted for the first rows, then compiled. */
+  def projectionOf(bound: Seq[Expression]): InternalRow => UnsafeRow = {
+    val interpreted = InterpretedUnsafeProjection.createProjection(bound)
+    interpreted.initialize(0)
+    lazy val compiled = { val p = UnsafeProjection.create(bound); p.initialize(0); p }
+    var projected = 0L
+    row => {
+      projected += 1
+      if (projected <= InterpretedRows) interpreted(row) else compiled(row)
+    }
+  }
+
+  /**
+   * The adds of `files` (checkpoint Parquet files) that `filter` may keep, and maybe more rows:
+   * `condition` (`filter` and `add IS NOT NULL`, bound to the rows) drops the rest. The rows hold
+   * one column, `add`, with the fields of `addType` (those of the checkpoint's `add` a caller uses,
+   * which must include the fields `filter` reads).
+   */
+  final case class Selected(rows: RDD[InternalRow], schema: StructType, condition: Expression)
+
+  /**
+   * The adds of `files` (of `layout`) that `filter` keeps, as index entries of `entry` (statistics
+   * as [[CheckpointLayout.entryOfAdd]] takes them): the filter and the entries computed in the
+   * tasks, without a DataFrame.
+   */
+  def entries(
+      spark: SparkSession,
+      files: Seq[FileStatus],
+      layout: CheckpointLayout,
+      filter: Column,
+      entry: FileEntry,
+      typed: Option[DataType],
+      needStats: Boolean,
+      rowsRead: LongAccumulator,
+      rowsDecoded: LongAccumulator
+  ): RDD[InternalRow] = {
+    val fields = layout.addFields(layout.jsonStats(needStats, typed))
+    val selected = select(spark, files, fields, filter, rowsRead, rowsDecoded)
+    val condition = selected.condition
+    val timeZone = spark.sessionState.conf.sessionLocalTimeZone
+    val toEntry = layout.entryOfAdd(entry, fields, typed, needStats, timeZone)
+    selected.rows.mapPartitions[InternalRow] { rows =>
+      val keep = predicateOf(condition)
+      val project = projectionOf(toEntry)
+      rows.filter(keep).map(project)
+    }
+  }
+
+  /** [[select]] as a DataFrame (apply the filter to it). */
   def frame(
       spark: SparkSession,
       files: Seq[FileStatus],
-      readSchema: StructType,
+      addType: StructType,
       filter: Column,
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): DataFrame = {
-    val pass = firstPass(spark, readSchema, filter)
+    val selected = select(spark, files, addType, filter, rowsRead, rowsDecoded)
+    SparkBridge.internalDataFrame(spark, selected.rows, selected.schema)
+  }
+
+  /**
+   * The rows of `files` that `filter` may keep (see [[Selected]]). `rowsRead` counts the rows the
+   * first pass read, `rowsDecoded` the rows decoded in full.
+   */
+  def select(
+      spark: SparkSession,
+      files: Seq[FileStatus],
+      addType: StructType,
+      filter: Column,
+      rowsRead: LongAccumulator,
+      rowsDecoded: LongAccumulator
+  ): Selected = {
+    val decoded = new StructType().add("add", addType)
+    val (condition, pass) = firstPass(spark, decoded, filter)
     val readPass = new ParquetFileFormat().buildReaderWithPartitionValues(
       spark,
       pass.schema,
@@ -84,9 +169,9 @@ private[deltareplay] object CheckpointSelect {
     val conf = spark.sessionState.newHadoopConf()
     val readWhole = new ParquetFileFormat().buildReaderWithPartitionValues(
       spark,
-      readSchema,
+      decoded,
       new StructType(),
-      readSchema,
+      decoded,
       Nil,
       Map("returning_batch" -> "false"),
       conf
@@ -106,7 +191,7 @@ private[deltareplay] object CheckpointSelect {
       .parallelize(described, math.max(1, described.size))
       .mapPartitions { it =>
         // made only for a file read whole (a compile of the wide read schema otherwise saved)
-        lazy val project = UnsafeProjection.create(readSchema)
+        lazy val project = UnsafeProjection.create(decoded)
         it.flatMap { case (path, start, length, fileLength, modified) =>
           val file = PartitionedFile(
             InternalRow.empty,
@@ -135,7 +220,7 @@ private[deltareplay] object CheckpointSelect {
             }
         }
       }
-    SparkBridge.internalDataFrame(spark, rows, readSchema)
+    Selected(rows, decoded, condition)
   }
 
   /** Kept row positions (ascending, over the split's rows) and the number of rows seen. */
@@ -147,8 +232,7 @@ private[deltareplay] object CheckpointSelect {
    * the condition may keep with one loop per comparison, and the condition runs on those only.
    */
   private def positions(rows: Iterator[InternalRow], pass: FirstPass): Kept = {
-    val predicate = Predicate.create(pass.bound)
-    predicate.initialize(0)
+    val predicate = predicateOf(pass.bound)
     lazy val vector = SkipVector(pass.condition, pass.input)
     val kept = mutable.ArrayBuilder.make[Long]
     var at = 0L
@@ -160,12 +244,12 @@ private[deltareplay] object CheckpointSelect {
         )
         var i = maybe.nextSetBit(0)
         while (i >= 0 && i < n) {
-          if (predicate.eval(batch.getRow(i))) kept += at + i
+          if (predicate(batch.getRow(i))) kept += at + i
           i = maybe.nextSetBit(i + 1)
         }
         at += n
       case row: InternalRow =>
-        if (predicate.eval(row)) kept += at
+        if (predicate(row)) kept += at
         at += 1
     }
     Kept(kept.result(), at)
@@ -259,36 +343,47 @@ private[deltareplay] object CheckpointSelect {
     )
 
   /**
-   * The schema of the first pass (the leaves of `readSchema` that `filter` reads) and the bound
-   * condition over it: `filter` and `add IS NOT NULL`.
+   * `filter` bound to rows of `readSchema`, and the first pass: the leaves of `readSchema` that
+   * `filter` reads (and one leaf of `add` at least) and the condition over them, `filter` and `add
+   * IS NOT NULL`. The filter is analysed once and moved onto the cut-down columns by field name.
    */
   private def firstPass(
       spark: SparkSession,
       readSchema: StructType,
       filter: Column
-  ): FirstPass = {
-    def analyzed(schema: StructType, c: Column): (Expression, Seq[Attribute]) = {
-      val empty = SparkBridge.internalDataFrame(spark, spark.sparkContext.emptyRDD, schema)
-      empty.where(c).queryExecution.analyzed match {
-        case Filter(condition, child) => (condition, child.output)
-        case other => throw new IllegalStateException(s"not a filter: $other")
-      }
+  ): (Expression, FirstPass) = {
+    val empty = SparkBridge.internalDataFrame(spark, spark.sparkContext.emptyRDD, readSchema)
+    val (condition, output) = empty.where(filter).queryExecution.analyzed match {
+      case Filter(c, child) => (c, child.output)
+      case other => throw new IllegalStateException(s"not a filter: $other")
     }
-    val (condition, _) = analyzed(readSchema, filter)
-    val pruned = StructType(
-      readSchema.fields.flatMap { f =>
-        val paths = leafPaths(condition, f.name)
-        if (paths.isEmpty) None
-        else Some(f.copy(dataType = keep(f.dataType, paths)))
-      }
-    )
-    val add = pruned.fields.find(_.name == "add").map(_ => col("add").isNotNull)
-    val (condition2, input) = analyzed(pruned, add.fold(filter)(filter && _))
-    FirstPass(
-      pruned,
-      condition2,
-      input,
-      BindReferences.bindReference(condition2, AttributeSeq(input))
+    val pruned = StructType(readSchema.fields.flatMap { f =>
+      val paths = leafPaths(condition, f.name)
+      if (paths.nonEmpty) Some(f.copy(dataType = keep(f.dataType, paths)))
+      else if (f.name == "add") Some(f.copy(dataType = keep(f.dataType, Seq(Read(Nil, true)))))
+      else None
+    })
+    val input = toAttributes(pruned)
+    val byName = input.map(a => a.name -> a).toMap
+    def moved(e: Expression): Expression = e match {
+      case a: AttributeReference => byName(a.name)
+      case g: GetStructField =>
+        val name = g.childSchema(g.ordinal).name
+        val child = moved(g.child)
+        GetStructField(child, child.dataType.asInstanceOf[StructType].fieldIndex(name), Some(name))
+      case other => other.withNewChildren(other.children.map(moved))
+    }
+    val onPruned =
+      byName.get("add").fold(moved(condition))(a => And(moved(condition), IsNotNull(a)))
+    val onRows = output.find(_.name == "add").fold(condition)(a => And(condition, IsNotNull(a)))
+    (
+      BindReferences.bindReference(onRows, AttributeSeq(output)),
+      FirstPass(
+        pruned,
+        onPruned,
+        input,
+        BindReferences.bindReference(onPruned, AttributeSeq(input))
+      )
     )
   }
 

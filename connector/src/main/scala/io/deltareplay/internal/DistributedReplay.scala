@@ -3,6 +3,7 @@ package io.deltareplay.internal
 import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.fs.FileStatus
+import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.deltareplay.SparkBridge
@@ -54,15 +55,20 @@ private[deltareplay] class DistributedReplay(
   def index(entry: FileEntry, tableId: String): (DriverIndex, String, Long, Int) = {
     val p = paths
     val ((index, actions), tasks) =
-      DistributedReplay.inJobGroup(
+      Replay.inJobGroup(
         spark,
         s"delta-replay: index ${segment.table} v${segment.version}"
       ) {
         if (useFastPath) {
           // The checkpoint's adds are turned into chunks on the executors while the driver
           // reconciles the tail; the rows the tail touched then leave as in a roll-forward.
-          val qe = entryFrame(entry, checkpointAdds())
-          val pending = qe.toRdd.mapPartitions(DriverIndex.chunksOf(entry, p, _)).collectAsync()
+          val direct = selectedEntries(entry)
+          lazy val qe = entryFrame(entry, checkpointAdds())
+          val pending =
+            direct
+              .getOrElse(qe.toRdd)
+              .mapPartitions(DriverIndex.chunksOf(entry, p, _))
+              .collectAsync()
           // any failure here (the tail's read, the job, an interrupt while waiting) cancels the
           // job; cancelling a finished one does nothing
           val (tail, added, chunks) =
@@ -95,7 +101,8 @@ private[deltareplay] class DistributedReplay(
           val rolled = atCheckpoint.rolledForward(tail, segment.version, added)
           (
             if (rolled.wantsCompaction) rolled.compacted else rolled,
-            DistributedReplay.scannedRows(qe.executedPlan) + selectedRead.value + tail.count
+            direct.fold(DistributedReplay.scannedRows(qe.executedPlan))(_ => 0L) +
+              selectedRead.value + tail.count
           )
         } else {
           val qe = entryFrame(entry, windowLive())
@@ -132,7 +139,7 @@ private[deltareplay] class DistributedReplay(
     if (n <= 0 || segment.checkpointVersion.isEmpty || !(useFastPath || windowsTailOnly)) None
     else {
       val p = paths
-      val (found, _) = DistributedReplay.inJobGroup(
+      val (found, _) = Replay.inJobGroup(
         spark,
         s"delta-replay: first $n files of ${segment.table} v${segment.version}"
       ) {
@@ -314,6 +321,38 @@ private[deltareplay] class DistributedReplay(
   private def checkpointAdds(): DataFrame =
     checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd"))
 
+  /**
+   * The checkpoint adds of a narrowed fast-path read as entry rows, selected ([[CheckpointSelect]])
+   * and turned into entries in the tasks without a DataFrame: the handful of rows a selective
+   * filter keeps does not repay the analysis, planning and code compile of one, most of a first
+   * filtered query's time in a new JVM. None where it does not serve (no filter, two passes off, a
+   * JSON checkpoint part, a layout the filter does not move onto): the frames do.
+   */
+  private def selectedEntries(entry: FileEntry): Option[RDD[InternalRow]] = {
+    val filter = checkpointFilter.filter(_ => filtersCheckpoint && conf.checkpointTwoPass)
+    val files = segment.checkpoint ++ reader.sidecars()
+    if (filter.isEmpty || files.exists(_.getPath.getName.endsWith(".json"))) return None
+    val byLayout = files.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
+    val moved = byLayout.toSeq.map { case (layout, fs) =>
+      filter.get.column(layout.addType).map(c => (layout, fs, c))
+    }
+    if (moved.exists(_.isEmpty)) return None
+    val parts = moved.flatten.map { case (layout, fs, f) =>
+      CheckpointSelect.entries(
+        spark,
+        fs,
+        layout,
+        f,
+        entry,
+        statsParsed,
+        needStats,
+        selectedRead,
+        selectedDecoded
+      )
+    }
+    Some(if (parts.size == 1) parts.head else spark.sparkContext.union(parts))
+  }
+
   /** The fast path's commits after the checkpoint, reconciled on the driver. */
   private def reconciledTail(): LocalReplay.Reconciler =
     LocalReplay.tailOf(reader, segment, needStats)
@@ -428,13 +467,15 @@ private[deltareplay] class DistributedReplay(
       parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
     val fromParquet = byLayout.map { case (layout, fs) =>
       val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
-      val addType = layout.readSchema("add").dataType.asInstanceOf[StructType]
-      val raw = filter.flatMap(_.column(addType)) match {
+      val raw = filter.flatMap(_.column(layout.addType)) match {
         case Some(f) if conf.checkpointTwoPass =>
+          // adds only; their JSON statistics only where a row may lack the typed ones
+          val fields = layout.addFields(layout.jsonStats(needStats, statsParsed))
           CheckpointSelect
-            .frame(spark, fs, layout.readSchema, f, selectedRead, selectedDecoded)
+            .frame(spark, fs, fields, f, selectedRead, selectedDecoded)
             .where(f)
-        case _ => filtered(read("parquet", layout.readSchema, fs), addType, filter)
+            .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))
+        case _ => filtered(read("parquet", layout.readSchema, fs), layout.addType, filter)
       }
       (layout.hasStatsParsed, statsParsed) match {
         case (true, Some(target)) =>
@@ -509,30 +550,6 @@ private[deltareplay] object DistributedReplay {
    */
   def fastPath(segment: LogSegment, conf: ReadConf): Boolean =
     segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
-
-  /** Runs `body` in a fresh delta-replay job group; returns its result and the tasks it ran. */
-  def inJobGroup[T](spark: SparkSession, description: String)(body: => T): (T, Int) = {
-    val group = Replay.newJobGroup()
-    val sc = spark.sparkContext
-    val priorGroup = sc.getLocalProperty("spark.jobGroup.id")
-    val priorDescription = sc.getLocalProperty("spark.job.description")
-    sc.setJobGroup(group, description)
-    try {
-      val result = body
-      val tasks = sc.statusTracker
-        .getJobIdsForGroup(group)
-        .toSeq
-        .flatMap { job =>
-          sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
-        }
-        .flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks()))
-        .sum
-      (result, tasks)
-    } finally {
-      sc.setLocalProperty("spark.jobGroup.id", priorGroup)
-      sc.setLocalProperty("spark.job.description", priorDescription)
-    }
-  }
 
   /**
    * Runs a job over the log of `segment`, turning a failure into an error that names the log; an

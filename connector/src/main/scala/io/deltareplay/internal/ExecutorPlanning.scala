@@ -68,7 +68,7 @@ private[deltareplay] object ExecutorPlanning {
     )
     val writer = ManifestWriter(spark, dir, Manifests.schema(entry))
     val description = s"delta-replay: plan ${segment.table} v${segment.version} on the executors"
-    val ((scanned, summary), tasks) = DistributedReplay.inJobGroup(spark, description) {
+    val ((scanned, summary), tasks) = Replay.inJobGroup(spark, description) {
       val qe = index.frame.queryExecution
       val bins = qe.toRdd.mapPartitions(rows => binner.write(rows, writer))
       val summary = DistributedReplay.logErrors(segment)(bins.collect())

@@ -269,7 +269,7 @@ private[deltareplay] object MetadataAggregates {
     val segment = snapshot.segment
     val description = s"delta-replay: aggregates of ${segment.table} v${segment.version}"
     val layout = StatsLayout(index.entry)
-    val (partials, _) = DistributedReplay.inJobGroup(spark, description) {
+    val (partials, _) = Replay.inJobGroup(spark, description) {
       val functions = fs.toArray
       val folded = index.frame.queryExecution.toRdd.mapPartitions { rows =>
         val p = new Partial(functions, layout)

@@ -93,7 +93,7 @@ private[deltareplay] object Replay {
   ): ReplayResult = {
     val replay = new DistributedReplay(spark, segment, conf, needStats, Some(entry))
     val description = s"delta-replay: index ${segment.table} v${segment.version} on the executors"
-    val ((index, actions), tasks) = DistributedReplay.inJobGroup(spark, description) {
+    val ((index, actions), tasks) = inJobGroup(spark, description) {
       val (live, tailActions) = replay.liveFrame()
       val index = DistributedReplay.logErrors(segment) {
         ExecutorIndex.build(
@@ -132,4 +132,28 @@ private[deltareplay] object Replay {
   }
 
   def newJobGroup(): String = s"delta-replay-${UUID.randomUUID()}"
+
+  /** Runs `body` in a fresh delta-replay job group; returns its result and the tasks it ran. */
+  def inJobGroup[T](spark: SparkSession, description: String)(body: => T): (T, Int) = {
+    val group = Replay.newJobGroup()
+    val sc = spark.sparkContext
+    val priorGroup = sc.getLocalProperty("spark.jobGroup.id")
+    val priorDescription = sc.getLocalProperty("spark.job.description")
+    sc.setJobGroup(group, description)
+    try {
+      val result = body
+      val tasks = sc.statusTracker
+        .getJobIdsForGroup(group)
+        .toSeq
+        .flatMap { job =>
+          sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
+        }
+        .flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks()))
+        .sum
+      (result, tasks)
+    } finally {
+      sc.setLocalProperty("spark.jobGroup.id", priorGroup)
+      sc.setLocalProperty("spark.job.description", priorDescription)
+    }
+  }
 }

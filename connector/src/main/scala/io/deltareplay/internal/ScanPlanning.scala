@@ -31,6 +31,9 @@ private[deltareplay] final class ScanPlanning(
     }
   }
 
+  /** The index the plans read so far, if one was got: the whole version's or a narrowed one. */
+  def planIndex: Option[ReplayResult] = synchronized(full.orElse(narrowed.flatten))
+
   /**
    * The index a plan with `filter` reads: the whole version's when it is at hand, else the files
    * the first plan's filter may match when [[ReadPolicy.narrowedIndex]] applies (a later plan of
