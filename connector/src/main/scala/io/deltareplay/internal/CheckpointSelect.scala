@@ -72,23 +72,26 @@ private[deltareplay] object CheckpointSelect {
   def predicateOf(bound: Expression): InternalRow => Boolean = {
     val interpreted = Predicate.createInterpreted(bound)
     interpreted.initialize(0)
-    lazy val compiled = { val p = Predicate.create(bound); p.initialize(0); p }
-    var evaluated = 0L
-    row => {
-      evaluated += 1
-      if (evaluated <= InterpretedRows) interpreted.eval(row) else compiled.eval(row)
-    }
+    warming(interpreted.eval, { val p = Predicate.create(bound); p.initialize(0); p.eval })
   }
 
   /** `bound` as an unsafe projection: interpreted for the first rows, then compiled. */
   def projectionOf(bound: Seq[Expression]): InternalRow => UnsafeRow = {
     val interpreted = InterpretedUnsafeProjection.createProjection(bound)
     interpreted.initialize(0)
-    lazy val compiled = { val p = UnsafeProjection.create(bound); p.initialize(0); p }
-    var projected = 0L
+    warming(interpreted(_), { val p = UnsafeProjection.create(bound); p.initialize(0); p(_) })
+  }
+
+  /** `interpreted` for the first [[InterpretedRows]] rows, then `compiled` (made only then). */
+  private def warming[T](
+      interpreted: InternalRow => T,
+      compiled: => InternalRow => T
+  ): InternalRow => T = {
+    lazy val later = compiled
+    var calls = 0L
     row => {
-      projected += 1
-      if (projected <= InterpretedRows) interpreted(row) else compiled(row)
+      calls += 1
+      if (calls <= InterpretedRows) interpreted(row) else later(row)
     }
   }
 
@@ -98,7 +101,11 @@ private[deltareplay] object CheckpointSelect {
    * one column, `add`, with the fields of `addType` (those of the checkpoint's `add` a caller uses,
    * which must include the fields `filter` reads).
    */
-  final case class Selected(rows: RDD[InternalRow], schema: StructType, condition: Expression)
+  final case class Selected(rows: RDD[InternalRow], schema: StructType, condition: Expression) {
+
+    /** The rows as a DataFrame (apply the filter to it). */
+    def frame(spark: SparkSession): DataFrame = SparkBridge.internalDataFrame(spark, rows, schema)
+  }
 
   /**
    * The adds of `files` (of `layout`) that `filter` keeps, as index entries of `entry` (statistics
@@ -126,19 +133,6 @@ private[deltareplay] object CheckpointSelect {
       val project = projectionOf(toEntry)
       rows.filter(keep).map(project)
     }
-  }
-
-  /** [[select]] as a DataFrame (apply the filter to it). */
-  def frame(
-      spark: SparkSession,
-      files: Seq[FileStatus],
-      addType: StructType,
-      filter: Column,
-      rowsRead: LongAccumulator,
-      rowsDecoded: LongAccumulator
-  ): DataFrame = {
-    val selected = select(spark, files, addType, filter, rowsRead, rowsDecoded)
-    SparkBridge.internalDataFrame(spark, selected.rows, selected.schema)
   }
 
   /**

@@ -472,7 +472,8 @@ private[deltareplay] class DistributedReplay(
           // adds only; their JSON statistics only where a row may lack the typed ones
           val fields = layout.addFields(layout.jsonStats(needStats, statsParsed))
           CheckpointSelect
-            .frame(spark, fs, fields, f, selectedRead, selectedDecoded)
+            .select(spark, fs, fields, f, selectedRead, selectedDecoded)
+            .frame(spark)
             .where(f)
             .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))
         case _ => filtered(read("parquet", layout.readSchema, fs), layout.addType, filter)
