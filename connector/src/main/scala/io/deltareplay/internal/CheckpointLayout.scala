@@ -19,16 +19,14 @@ private[deltareplay] case class CheckpointLayout(
 
   val addType: StructType = readSchema("add").dataType.asInstanceOf[StructType]
 
-  /** The fields of [[readSchema]]'s `add`, without the JSON statistics unless `jsonStats`. */
-  def addFields(jsonStats: Boolean): StructType =
-    if (jsonStats) addType else StructType(addType.filterNot(_.name == "stats"))
-
   /**
-   * Whether replay reads an add's JSON statistics: they are needed, and not always taken typed
-   * (`typed`: the statistics type an index takes from `stats_parsed`).
+   * The fields of [[readSchema]]'s `add` replay reads: all of them, but the JSON statistics only
+   * when they are needed and not always taken typed (`typed`: the statistics type an index takes
+   * from `stats_parsed`).
    */
-  def jsonStats(needStats: Boolean, typed: Option[DataType]): Boolean =
-    needStats && !(statsParsedInEveryAdd && typed.isDefined)
+  def addFields(needStats: Boolean, typed: Option[DataType]): StructType =
+    if (needStats && !(statsParsedInEveryAdd && typed.isDefined)) addType
+    else StructType(addType.filterNot(_.name == "stats"))
 
   /**
    * The index entry of a checkpoint add, as expressions over a row whose one column is `add` with

@@ -330,10 +330,8 @@ private[deltareplay] class DistributedReplay(
    */
   private def selectedEntries(entry: FileEntry): Option[RDD[InternalRow]] = {
     val filter = checkpointFilter.filter(_ => filtersCheckpoint && conf.checkpointTwoPass)
-    val files = segment.checkpoint ++ reader.sidecars()
-    if (filter.isEmpty || files.exists(_.getPath.getName.endsWith(".json"))) return None
-    val byLayout = files.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
-    val moved = byLayout.toSeq.map { case (layout, fs) =>
+    if (filter.isEmpty || checkpointJson.nonEmpty) return None
+    val moved = checkpointByLayout.toSeq.map { case (layout, fs) =>
       filter.get.column(layout.addType).map(c => (layout, fs, c))
     }
     if (moved.exists(_.isEmpty)) return None
@@ -351,6 +349,16 @@ private[deltareplay] class DistributedReplay(
       )
     }
     Some(if (parts.size == 1) parts.head else spark.sparkContext.union(parts))
+  }
+
+  /**
+   * The checkpoint's files (its parts, or a V2 checkpoint and its sidecars, named once): the JSON
+   * ones, and the Parquet ones by footer layout (read together).
+   */
+  private lazy val (checkpointJson, checkpointByLayout) = {
+    val (json, parquet) =
+      (segment.checkpoint ++ reader.sidecars()).partition(_.getPath.getName.endsWith(".json"))
+    (json, parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats)))
   }
 
   /** The fast path's commits after the checkpoint, reconciled on the driver. */
@@ -454,23 +462,19 @@ private[deltareplay] class DistributedReplay(
    */
   private def checkpointActions(filter: Option[CheckpointFilter] = None): DataFrame = {
     val version = segment.checkpointVersion.getOrElse(return emptyActions())
-    val files = segment.checkpoint ++ reader.sidecars()
-    val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
+    val json = checkpointJson
     val fromJson =
       if (json.isEmpty) Nil
       else {
         val raw = filtered(read("json", FileAction.LogSchema, json), FileAction.AddType, filter)
         Seq(normalize(raw, lit(version), col("add.stats")))
       }
-    // Parquet files with the same footer layout are read together.
-    val byLayout =
-      parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
-    val fromParquet = byLayout.map { case (layout, fs) =>
+    val fromParquet = checkpointByLayout.map { case (layout, fs) =>
       val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
       val raw = filter.flatMap(_.column(layout.addType)) match {
         case Some(f) if conf.checkpointTwoPass =>
           // adds only; their JSON statistics only where a row may lack the typed ones
-          val fields = layout.addFields(layout.jsonStats(needStats, statsParsed))
+          val fields = layout.addFields(needStats, statsParsed)
           CheckpointSelect
             .select(spark, fs, fields, f, selectedRead, selectedDecoded)
             .frame(spark)
