@@ -246,6 +246,13 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       sql(s"REORG TABLE delta.`$path` APPLY (PURGE)")
       assertSameAsV1(path)
       assertLiveFilesMatch(path, latestVersion(path))
+      // every line of these commits decoded by the streaming decoder as the tree decodes it
+      io.deltareplay.internal.ActionLineSuite.assertDecodedAsTree(
+        (0L to latestVersion(path)).flatMap { v =>
+          io.deltareplay.test.LogFixtures
+            .readLines(io.deltareplay.test.LogFixtures.commitFile(path, v))
+        }
+      )
     }
   }
 
@@ -481,6 +488,11 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         .format("delta")
         .partitionBy("part")
         .save(fact)
+      // partition values as delta-spark writes them, decoded as the tree decodes them
+      io.deltareplay.internal.ActionLineSuite.assertDecodedAsTree(
+        io.deltareplay.test.LogFixtures
+          .readLines(io.deltareplay.test.LogFixtures.commitFile(fact, 0))
+      )
       val dim = table(dir, "dim")
       spark
         .range(0, 8)

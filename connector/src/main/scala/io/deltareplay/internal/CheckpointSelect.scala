@@ -16,6 +16,7 @@ import org.apache.spark.paths.SparkPath
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.logical.Filter
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
@@ -128,7 +129,7 @@ private[deltareplay] object CheckpointSelect {
     val condition = selected.condition
     val timeZone = spark.sessionState.conf.sessionLocalTimeZone
     val toEntry = layout.entryOfAdd(entry, fields, typed, needStats, timeZone)
-    selected.rows.mapPartitions[InternalRow] { rows =>
+    SparkBridge.mapPartitionsUncleaned(selected.rows) { rows =>
       val keep = predicateOf(condition)
       val project = projectionOf(toEntry)
       rows.filter(keep).map(project)
@@ -181,39 +182,38 @@ private[deltareplay] object CheckpointSelect {
         (f.getPath.toString, start, length, f.getLen, f.getModificationTime)
       }
     }
-    val rows = spark.sparkContext
-      .parallelize(described, math.max(1, described.size))
-      .mapPartitions { it =>
-        // made only for a file read whole (a compile of the wide read schema otherwise saved)
-        lazy val project = UnsafeProjection.create(decoded)
-        it.flatMap { case (path, start, length, fileLength, modified) =>
-          val file = PartitionedFile(
-            InternalRow.empty,
-            SparkPath.fromPath(new Path(path)),
-            start,
-            length,
-            Array.empty,
-            modified,
-            fileLength,
-            Map.empty
-          )
-          val keep = positions(readPass(file), pass)
-          rowsRead.add(keep.seen)
-          if (keep.rows.isEmpty) Iterator.empty
-          else
-            {
-              val few = keep.rows.length <= MaxSelectedShare * keep.seen
-              if (few) selected(file, keep, sharedConf.value.value, settings) else None
-            } match {
-              case Some(found) =>
-                rowsDecoded.add(found.length.toLong)
-                found.iterator
-              case None =>
-                rowsDecoded.add(keep.seen)
-                readWhole(file).map(project(_).copy())
-            }
-        }
+    val splits = spark.sparkContext.parallelize(described, math.max(1, described.size))
+    val rows = SparkBridge.mapPartitionsUncleaned(splits) { it =>
+      // made only for a file read whole (a compile of the wide read schema otherwise saved)
+      lazy val project = UnsafeProjection.create(decoded)
+      it.flatMap { case (path, start, length, fileLength, modified) =>
+        val file = PartitionedFile(
+          InternalRow.empty,
+          SparkPath.fromPath(new Path(path)),
+          start,
+          length,
+          Array.empty,
+          modified,
+          fileLength,
+          Map.empty
+        )
+        val keep = positions(readPass(file), pass)
+        rowsRead.add(keep.seen)
+        if (keep.rows.isEmpty) Iterator.empty
+        else
+          {
+            val few = keep.rows.length <= MaxSelectedShare * keep.seen
+            if (few) selected(file, keep, sharedConf.value.value, settings) else None
+          } match {
+            case Some(found) =>
+              rowsDecoded.add(found.length.toLong)
+              found.iterator
+            case None =>
+              rowsDecoded.add(keep.seen)
+              readWhole(file).map(project(_).copy())
+          }
       }
+    }
     Selected(rows, decoded, condition)
   }
 
@@ -275,7 +275,7 @@ private[deltareplay] object CheckpointSelect {
     // opened with its known length and time: on an object store, no HEAD request
     val status = new FileStatus(file.fileSize, false, 1, 0L, file.modificationTime, path)
     val reader = ParquetFileReader.open(
-      HadoopInputFile.fromStatus(status, conf),
+      new BufferedInputFile(HadoopInputFile.fromStatus(status, conf), IndexBufferBytes),
       HadoopReadOptions.builder(conf, path).withRange(file.start, file.start + file.length).build()
     )
     try {
@@ -321,6 +321,12 @@ private[deltareplay] object CheckpointSelect {
     } finally reader.close()
   }
 
+  /**
+   * Small reads of the second pass (the offset indexes, decoded a byte per read) come from buffers
+   * of this size: the offset indexes of a checkpoint's columns are side by side near its footer.
+   */
+  val IndexBufferBytes: Int = 64 << 10
+
   /** Ranges of single rows (positions within a row group, ascending). */
   private def rowRanges(rowCount: Long, rows: Array[Long]): RowRanges =
     RowRanges.create(
@@ -346,10 +352,15 @@ private[deltareplay] object CheckpointSelect {
       readSchema: StructType,
       filter: Column
   ): (Expression, FirstPass) = {
-    val empty = SparkBridge.internalDataFrame(spark, spark.sparkContext.emptyRDD, readSchema)
-    val (condition, output) = empty.where(filter).queryExecution.analyzed match {
-      case Filter(c, child) => (c, child.output)
-      case other => throw new IllegalStateException(s"not a filter: $other")
+    val (condition, output) = {
+      val attributes = toAttributes(readSchema)
+      resolvedByName(SparkBridge.expression(filter), attributes).map(_ -> attributes).getOrElse {
+        val empty = SparkBridge.internalDataFrame(spark, spark.sparkContext.emptyRDD, readSchema)
+        empty.where(filter).queryExecution.analyzed match {
+          case Filter(c, child) => (c, child.output)
+          case other => throw new IllegalStateException(s"not a filter: $other")
+        }
+      }
     }
     val pruned = StructType(readSchema.fields.flatMap { f =>
       val paths = leafPaths(condition, f.name)
@@ -379,6 +390,38 @@ private[deltareplay] object CheckpointSelect {
         BindReferences.bindReference(onPruned, AttributeSeq(input))
       )
     )
+  }
+
+  /**
+   * `filter` over `output` without Spark's analysis, which costs a first read on a new driver
+   * 0.1-0.2 s: [[CheckpointFilter]] names checkpoint fields by their exact paths and builds
+   * everything else resolved and typed (casts with their time zone), so resolving is looking the
+   * paths up. None when that does not hold (a path that is not exactly one field, anything left
+   * unresolved): the analyzer resolves it then.
+   */
+  private[internal] def resolvedByName(
+      filter: Expression,
+      output: Seq[Attribute]
+  ): Option[Expression] = {
+    def field(names: Seq[String]): Option[Expression] =
+      output.filter(_.name == names.head) match {
+        case Seq(a) =>
+          names.tail.foldLeft(Option[Expression](a)) { (found, name) =>
+            found.flatMap { e =>
+              e.dataType match {
+                case s: StructType if s.fieldNames.count(_ == name) == 1 =>
+                  Some(GetStructField(e, s.fieldIndex(name), Some(name)))
+                case _ => None
+              }
+            }
+          }
+        case _ => None
+      }
+    var complete = true
+    val resolved = filter.transformUp { case u: UnresolvedAttribute =>
+      field(u.nameParts).getOrElse { complete = false; u }
+    }
+    Some(resolved).filter(r => complete && r.resolved && r.dataType == BooleanType)
   }
 
   /**

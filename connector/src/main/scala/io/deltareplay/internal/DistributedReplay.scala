@@ -64,11 +64,9 @@ private[deltareplay] class DistributedReplay(
           // reconciles the tail; the rows the tail touched then leave as in a roll-forward.
           val direct = selectedEntries(entry)
           lazy val qe = entryFrame(entry, checkpointAdds())
-          val pending =
-            direct
-              .getOrElse(qe.toRdd)
-              .mapPartitions(DriverIndex.chunksOf(entry, p, _))
-              .collectAsync()
+          val pending = SparkBridge
+            .mapPartitionsUncleaned(direct.getOrElse(qe.toRdd))(DriverIndex.chunksOf(entry, p, _))
+            .collectAsync()
           // any failure here (the tail's read, the job, an interrupt while waiting) cancels the
           // job; cancelling a finished one does nothing
           val (tail, added, chunks) =

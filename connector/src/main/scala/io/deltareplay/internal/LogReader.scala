@@ -219,10 +219,28 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
     readTexts(segment.commits).flatMap { case (file, lines) =>
       val version = LogFiles.commitVersionOf(file.getPath.getName)
       lines.iterator.flatMap { line =>
-        val node = parseLine(file, line)
-        if (!line.contains("\"add\"") && !line.contains("\"remove\"")) None
-        else action(file, FileAction.fromJson(node, version, needStats))
+        val mentions = line.contains("\"add\"") || line.contains("\"remove\"")
+        fileAction(file, line, version, needStats, mentions)
       }
+    }
+
+  /**
+   * The add or remove of a log line (None for other actions), decoded by [[ActionLine]] where it
+   * can and through the tree otherwise (which names `file` when the line is broken). Every line is
+   * read whole, so a broken one is found; one that `mentions` no add or remove gives None.
+   */
+  private def fileAction(
+      file: FileStatus,
+      line: String,
+      version: Long,
+      needStats: Boolean,
+      mentions: Boolean = true
+  ): Option[FileAction.Action] =
+    try ActionLine.decode(mapper.getFactory, line, version, needStats).filter(_ => mentions)
+    catch {
+      case ActionLine.Unusual =>
+        val node = parseLine(file, line)
+        if (mentions) action(file, FileAction.fromJson(node, version, needStats)) else None
     }
 
   /** An action decoded from `file`, a path-less action turned into an error naming the file. */
@@ -243,9 +261,7 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
     val files = segment.checkpoint ++ sidecars()
     files.iterator.flatMap { file =>
       if (file.getPath.getName.endsWith(".json")) {
-        readText(file).iterator.flatMap { l =>
-          action(file, FileAction.fromJson(parseLine(file, l), version, needStats))
-        }
+        readText(file).iterator.flatMap(l => fileAction(file, l, version, needStats))
       } else {
         val layout = CheckpointLayout.forFile(footerFacts(file), needStats)
         readParquet(file, layout.readSchema)(row => layout.toAction(version, row)).iterator

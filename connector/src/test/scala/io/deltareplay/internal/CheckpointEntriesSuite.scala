@@ -3,7 +3,13 @@ package io.deltareplay.internal
 import io.deltareplay.test.DeltaOracle
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.plans.logical.Filter
+import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.delta.DeltaLog
+import org.apache.spark.sql.deltareplay.SparkBridge
+import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -100,5 +106,34 @@ class CheckpointEntriesSuite extends AnyFunSuite with DeltaOracle {
         }
       }
     }
+  }
+
+  test("the first pass's filter resolved by its field paths is the analyzer's, or left to it") {
+    val stats = new StructType().add("minValues", new StructType().add("id", LongType))
+    val add = new StructType()
+      .add("path", StringType)
+      .add("partitionValues", MapType(StringType, StringType))
+      .add("stats_parsed", stats)
+    val schema = new StructType().add("add", add)
+    def at(names: String*) = UnresolvedAttribute(names)
+    val min = at("add", "stats_parsed", "minValues", "id")
+    val day = Cast(GetMapValue(at("add", "partitionValues"), Literal("d")), DateType, Some("UTC"))
+    val filter = And(
+      Or(IsNull(min), LessThanOrEqual(min, Literal(5L))),
+      Or(EqualTo(day, Literal.create(java.sql.Date.valueOf("2024-01-02"), DateType)), IsNull(day))
+    )
+    val attributes = toAttributes(schema)
+    def bound(e: Expression, input: Seq[Attribute]) =
+      BindReferences.bindReference(e, AttributeSeq(input))
+    val byHand = CheckpointSelect.resolvedByName(filter, attributes)
+    assert(byHand.isDefined)
+    val empty = SparkBridge.internalDataFrame(spark, spark.sparkContext.emptyRDD, schema)
+    val Filter(analysed, child) =
+      empty.where(SparkBridge.column(filter)).queryExecution.analyzed: @unchecked
+    assert(bound(byHand.get, attributes) === bound(analysed, child.output))
+    // a path to no field, and a cast without its time zone: left to the analyzer
+    assert(CheckpointSelect.resolvedByName(IsNull(at("add", "nope")), attributes).isEmpty)
+    val noZone = Cast(GetMapValue(at("add", "partitionValues"), Literal("d")), TimestampType)
+    assert(CheckpointSelect.resolvedByName(IsNull(noZone), attributes).isEmpty)
   }
 }
