@@ -34,8 +34,8 @@ private[deltareplay] object TableSnapshot {
    * newest commit file is still the one it listed (length, and ETag or time) and the next commit
    * file does not exist: commits are written one version after the other, each only if absent, so
    * no newer version can exist then, and a table recreated at the same path has another newest
-   * commit file. Two status requests (HEADs on S3) instead of a LIST; a segment with no commit
-   * after its checkpoint, or any failure of the probe, loads again.
+   * commit file. Two status requests (HEADs on S3, sent together) instead of a LIST; a segment with
+   * no commit after its checkpoint, or any failure of the probe, loads again.
    */
   def newest(spark: SparkSession, known: TableSnapshot): TableSnapshot =
     if (stillNewest(spark, known.segment)) known
@@ -46,9 +46,15 @@ private[deltareplay] object TableSnapshot {
       LogFiles.commitVersionOf(last.getPath.toString) == segment.version && {
         val fs = last.getPath.getFileSystem(spark.sessionState.newHadoopConf())
         val next = new Path(segment.logPath, LogFiles.commitName(segment.version + 1))
-        try
-          sameFile(MetaCache.FileId(fs.getFileStatus(last.getPath)), MetaCache.FileId(last)) &&
-            !exists(fs, next)
+        val probes: Seq[() => Boolean] = Seq(
+          () => sameFile(MetaCache.FileId(fs.getFileStatus(last.getPath)), MetaCache.FileId(last)),
+          () => !exists(fs, next)
+        )
+        // on an object store the two requests go out together (ReadAhead), one round trip
+        val answers =
+          if (last.getPath.toUri.getScheme == "file") probes.iterator.map(_())
+          else ReadAhead(probes, (_: () => Boolean) => 0L)(_())
+        try answers.forall(identity)
         catch {
           case scala.util.control.NonFatal(_) => false
         }
