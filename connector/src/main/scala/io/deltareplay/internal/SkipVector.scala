@@ -97,13 +97,13 @@ private[deltareplay] object SkipVector {
   private final case class Nulls(field: Field) extends Node {
     def maybe(batch: ColumnarBatch, n: Int): BitSet = {
       val (vs, _) = field.vectors(batch)
-      val b = new BitSet(n)
+      val b = new Bits(n)
       var i = 0
       while (i < n) {
         if (isNull(vs, i)) b.set(i)
         i += 1
       }
-      b
+      b.result
     }
   }
 
@@ -114,7 +114,7 @@ private[deltareplay] object SkipVector {
   private final case class Compare(field: Field, sign: Int, literal: Any) extends Node {
     def maybe(batch: ColumnarBatch, n: Int): BitSet = {
       val (vs, leaf) = field.vectors(batch)
-      val b = new BitSet(n)
+      val b = new Bits(n)
       def accepts(c: Int): Boolean = (sign & (if (c < 0) 1 else if (c == 0) 2 else 4)) != 0
       var i = 0
       field.dataType match {
@@ -149,8 +149,18 @@ private[deltareplay] object SkipVector {
             i += 1
           }
       }
-      b
+      b.result
     }
+  }
+
+  /**
+   * A row set filled in ascending order, as bit words: `BitSet.set` checks and may grow its words
+   * on every call, a share of a loop over a million rows that does little else.
+   */
+  private final class Bits(n: Int) {
+    private val words = new Array[Long]((n + 63) >>> 6)
+    def set(i: Int): Unit = words(i >>> 6) |= 1L << i // the shift takes the low 6 bits of i
+    def result: BitSet = BitSet.valueOf(words)
   }
 
   private def isNull(vs: Array[ColumnVector], i: Int): Boolean = {
