@@ -57,8 +57,7 @@ private[deltareplay] object ActionLine {
       if (p.currentToken() != END_OBJECT || (seenAdd && seenRemove)) throw Unusual
       Option(found).map(_.action(version))
     } catch {
-      case Unusual => throw Unusual
-      case NonFatal(_) => throw Unusual
+      case NonFatal(_) => throw Unusual // Unusual itself, or the parser's error on a broken line
     } finally p.close()
   }
 

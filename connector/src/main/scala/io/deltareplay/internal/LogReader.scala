@@ -73,13 +73,15 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
   }
 
   /**
-   * The lines of each of `files`, in order, read a few at a time ahead ([[ReadAhead]]); on a local
-   * disk one after another (a read takes about as long as handing it to another thread).
+   * The lines of each of `files`, in order, read a few at a time ahead
+   * ([[ReadAhead.forFilesUnder]]: on a local disk one after another).
    */
   private def readTexts(files: Seq[FileStatus]): Iterator[(FileStatus, Seq[String])] =
-    if (files.headOption.forall(_.getPath.toUri.getScheme == "file")) {
-      files.iterator.map(f => f -> readText(f))
-    } else ReadAhead(files, (f: FileStatus) => f.getLen)(f => f -> readText(f))
+    files.headOption.fold(Iterator.empty[(FileStatus, Seq[String])]) { first =>
+      ReadAhead.forFilesUnder(first.getPath, files, (f: FileStatus) => f.getLen)(f =>
+        f -> readText(f)
+      )
+    }
 
   private def parseLine(file: FileStatus, line: String): JsonNode =
     try mapper.readTree(line)

@@ -4,6 +4,7 @@ import java.util.concurrent.{Callable, ExecutionException, Future}
 
 import scala.collection.mutable
 
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.deltareplay.SparkBridge
 
 /**
@@ -32,6 +33,13 @@ private[deltareplay] object ReadAhead {
 
   /** Idle threads end after 30 s: none are left behind in an idle driver. */
   private lazy val pool = SparkBridge.daemonPool("delta-replay log read", MaxFiles, 30)
+
+  /**
+   * [[apply]] for reads of files under `path`: on a local disk one after another (a read takes
+   * about as long as handing it to another thread), elsewhere ahead.
+   */
+  def forFilesUnder[A, T](path: Path, items: Seq[A], bytes: A => Long)(read: A => T): Iterator[T] =
+    if (path.toUri.getScheme == "file") items.iterator.map(read) else apply(items, bytes)(read)
 
   /**
    * `read` of each of `items`, in order; `bytes` weighs an item for [[MaxBytes]]. One item is read

@@ -50,10 +50,8 @@ private[deltareplay] object TableSnapshot {
           () => sameFile(MetaCache.FileId(fs.getFileStatus(last.getPath)), MetaCache.FileId(last)),
           () => !exists(fs, next)
         )
-        // on an object store the two requests go out together (ReadAhead), one round trip
-        val answers =
-          if (last.getPath.toUri.getScheme == "file") probes.iterator.map(_())
-          else ReadAhead(probes, (_: () => Boolean) => 0L)(_())
+        // on an object store the two requests go out together, one round trip
+        val answers = ReadAhead.forFilesUnder(last.getPath, probes, (_: () => Boolean) => 0L)(_())
         try answers.forall(identity)
         catch {
           case scala.util.control.NonFatal(_) => false
