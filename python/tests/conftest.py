@@ -19,10 +19,16 @@ from delta_replay.session import local_session
 # answers do not depend on it: it is the partition count of that one shuffle. The JVMs
 # use the parallel collector, as the Scala test JVMs do (build.sbt): on 2 cores G1's
 # concurrent work competes with the tests for CPU (the MOR, correctness and session tests:
-# 194 s with G1, 178 s with it).
+# 194 s with G1, 178 s with it). Expressions are evaluated by Spark's interpreted
+# implementations, with no whole-stage code generation, as in the Scala test sessions
+# (SparkSessions.interpreted, which says why and which suites keep Spark's defaults): the same
+# answers, without compiling code for each write, MERGE and small read; the test run is
+# CPU-bound.
 TEST_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 # Spark sessions the tests start in subprocesses (a command end to end, a harness run, a

@@ -282,27 +282,31 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       // scattered rows, and a run that crosses the reader's 4,096-row batch boundaries (whole
       // batches deleted)
       sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 4000 AND 19000")
-      val df = ours(path)
-      val scan = deltaReplayScans(df).head
-      val factory = scan.toBatch.createReaderFactory().asInstanceOf[internal.DeltaReaderFactory]
-      assert(factory.rowIndexOrdinal >= 0, "the scan should filter rows by deletion vector")
-      assert(factory.columnar, "DV reads should stay columnar")
-      val plan = df.queryExecution.executedPlan.toString
-      assert(plan.contains("ColumnarToRow"), s"the scan is not read as batches:\n$plan")
-      assertSameAsV1(path)
-      assertSameAsV1(path, query = _.where("g = 2").select("s", "id", "st", "arr", "m"))
-      assertSameAsV1(path, query = _.selectExpr("st.c.x", "st.b", "dec", "bin", "ts", "m['k1']"))
-      assertSameAsV1(path, query = _.where("st is null or arr is null").select("id", "g"))
-      // `_metadata` is joined to rows: rows decoded by the vectorized reader
-      val withMeta = ours(path).select("id", "_metadata.file_name")
-      val metaFactory = deltaReplayScans(withMeta).head.toBatch.createReaderFactory()
-      assert(metaFactory.asInstanceOf[internal.DeltaReaderFactory].vectorizedRows)
-      assert(withMeta.count() === v1(path).count())
-      withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
-        val plain = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
-        val rows = plain.asInstanceOf[internal.DeltaReaderFactory]
-        assert(!rows.vectorizedRows && !rows.columnar)
-        assertSameAsV1(path, modes = Seq("local"))
+      // ours with Spark's default code generation: a generated columnar-to-row loop reads this
+      // connector's vectors (the tests' default is interpreted, SparkSessions.interpreted)
+      withGeneratedCode {
+        val df = ours(path)
+        val scan = deltaReplayScans(df).head
+        val factory = scan.toBatch.createReaderFactory().asInstanceOf[internal.DeltaReaderFactory]
+        assert(factory.rowIndexOrdinal >= 0, "the scan should filter rows by deletion vector")
+        assert(factory.columnar, "DV reads should stay columnar")
+        val plan = df.queryExecution.executedPlan.toString
+        assert(plan.contains("ColumnarToRow"), s"the scan is not read as batches:\n$plan")
+        assertSameAsV1(path)
+        assertSameAsV1(path, query = _.where("g = 2").select("s", "id", "st", "arr", "m"))
+        assertSameAsV1(path, query = _.selectExpr("st.c.x", "st.b", "dec", "bin", "ts", "m['k1']"))
+        assertSameAsV1(path, query = _.where("st is null or arr is null").select("id", "g"))
+        // `_metadata` is joined to rows: rows decoded by the vectorized reader
+        val withMeta = ours(path).select("id", "_metadata.file_name")
+        val metaFactory = deltaReplayScans(withMeta).head.toBatch.createReaderFactory()
+        assert(metaFactory.asInstanceOf[internal.DeltaReaderFactory].vectorizedRows)
+        assert(withMeta.count() === v1(path).count())
+        withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
+          val plain = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
+          val rows = plain.asInstanceOf[internal.DeltaReaderFactory]
+          assert(!rows.vectorizedRows && !rows.columnar)
+          assertSameAsV1(path, modes = Seq("local"))
+        }
       }
     }
   }

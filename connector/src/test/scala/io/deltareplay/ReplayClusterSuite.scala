@@ -2,13 +2,17 @@ package io.deltareplay
 
 import scala.collection.mutable
 
-import io.deltareplay.test.{DeltaOracle, LocalClusterSparkSession}
+import io.deltareplay.test.{DeltaOracle, GeneratedCode, LocalClusterSparkSession}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart, SparkListenerTaskEnd}
 import org.apache.spark.sql.functions.col
 import org.scalatest.funsuite.AnyFunSuite
 
 /** Distributed replay on local-cluster: replay tasks run in executor JVMs, results match V1. */
-class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with DeltaOracle {
+class ReplayClusterSuite
+    extends AnyFunSuite
+    with LocalClusterSparkSession
+    with DeltaOracle
+    with GeneratedCode {
 
   private def writeTable(path: String): Unit = {
     (0 until 6).foreach { i =>

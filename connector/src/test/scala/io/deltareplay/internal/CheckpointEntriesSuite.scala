@@ -1,6 +1,6 @@
 package io.deltareplay.internal
 
-import io.deltareplay.test.DeltaOracle
+import io.deltareplay.test.{DeltaOracle, GeneratedCode}
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
@@ -18,7 +18,7 @@ import org.scalatest.funsuite.AnyFunSuite
  * distributed replay builds for the same files, with statistics typed only (under column mapping's
  * physical names) and as JSON only; the answers are V1's.
  */
-class CheckpointEntriesSuite extends AnyFunSuite with DeltaOracle {
+class CheckpointEntriesSuite extends AnyFunSuite with DeltaOracle with GeneratedCode {
 
   private def entries(index: TableIndex): Map[String, Row] = index match {
     case d: DriverIndex =>

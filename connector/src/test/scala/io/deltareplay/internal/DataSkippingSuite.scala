@@ -7,7 +7,7 @@ import java.sql.{Date, Timestamp}
 import scala.jdk.CollectionConverters._
 import scala.util.Random
 
-import io.deltareplay.test.SharedSparkSession
+import io.deltareplay.test.{GeneratedCode, SharedSparkSession}
 import org.apache.spark.sql.{functions, Column, Row}
 import org.apache.spark.sql.catalyst.expressions.{Expression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.logical.Filter
@@ -28,7 +28,11 @@ import org.scalatest.funsuite.AnyFunSuite
  * Seeded: `DELTAREPLAY_TEST_SEED=N build/sbt ...` replays a run, `DELTAREPLAY_TEST_TABLES=N` runs
  * more tables (build.sbt passes them on); a failure prints the seed, the table and the predicate.
  */
-class DataSkippingSuite extends AnyFunSuite with SharedSparkSession with PredicateHelper {
+class DataSkippingSuite
+    extends AnyFunSuite
+    with SharedSparkSession
+    with GeneratedCode
+    with PredicateHelper {
 
   private val seed = sys.props.get("deltareplay.test.seed").map(_.toLong).getOrElse(20261125L)
   private val tables = sys.props.get("deltareplay.test.tables").map(_.toInt).getOrElse(2)

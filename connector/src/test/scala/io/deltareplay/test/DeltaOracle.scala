@@ -58,16 +58,14 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
 
   /**
    * Runs `body` (the oracle's side of a comparison) with Spark's interpreted expressions and no
-   * whole-stage code generation: the same semantics (Spark tests the two against each other),
-   * without compiling code for each query in delta-spark's planning and scan tasks, which was about
-   * a fifth of the differential test's time. Our reads keep Spark's defaults. Plan and execute
-   * inside it: a plan made outside keeps its generated code.
+   * whole-stage code generation ([[SparkSessions.interpreted]], the test sessions' default), also
+   * where the suite or test runs ours with generated code. Plan and execute inside it: a plan made
+   * outside keeps its generated code.
    */
-  def asOracle[T](body: => T): T =
-    withConf(
-      "spark.sql.codegen.wholeStage" -> "false",
-      "spark.sql.codegen.factoryMode" -> "NO_CODEGEN"
-    )(body)
+  def asOracle[T](body: => T): T = withConf(SparkSessions.interpreted.toSeq: _*)(body)
+
+  /** Runs `body` with Spark's default code generation ([[SparkSessions.generated]]). */
+  def withGeneratedCode[T](body: => T): T = withConf(SparkSessions.generated.toSeq: _*)(body)
 
   def ours(path: String, options: Map[String, String] = Map.empty): DataFrame =
     spark.read.format("delta-replay").options(options).load(path)

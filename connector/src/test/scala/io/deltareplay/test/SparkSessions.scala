@@ -25,6 +25,27 @@ object SparkSessions {
       .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
       .config("spark.databricks.delta.snapshotPartitions", "2")
       .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
+      .config(interpreted)
+
+  /**
+   * The test sessions' default: expressions evaluated by Spark's interpreted implementations, no
+   * whole-stage code generation. Spark tests the two against each other, so the answers are the
+   * same; what differs is time: compiling code for each write's statistics, each oracle plan and
+   * each scan of a few rows was a fifth to a quarter of the tests' CPU (CorrectnessSuite alone: 129
+   * s -> 99 s), and the test run is CPU-bound. Suites and tests that cover this connector's
+   * generated code (projections and predicates it creates, the vectors a generated columnar-to-row
+   * loop reads) run with Spark's defaults: [[SparkSessions.generated]].
+   */
+  val interpreted: Map[String, String] = Map(
+    "spark.sql.codegen.wholeStage" -> "false",
+    "spark.sql.codegen.factoryMode" -> "NO_CODEGEN"
+  )
+
+  /** Spark's defaults: whole-stage code generation, generated expressions with a fallback. */
+  val generated: Map[String, String] = Map(
+    "spark.sql.codegen.wholeStage" -> "true",
+    "spark.sql.codegen.factoryMode" -> "FALLBACK"
+  )
 
   /** JVM flags of executor JVMs: the test JVMs' collector (build.sbt says why). */
   val testJvmOptions = "-XX:+UseParallelGC"
@@ -37,6 +58,21 @@ object SparkSessions {
         "deltareplay.test.executorClasspath is not set: run the suite through sbt (build.sbt sets it)"
       )
     )
+}
+
+/**
+ * A suite whose tests run with Spark's default code generation ([[SparkSessions.generated]]), set
+ * for the suite and put back to the test default after it.
+ */
+trait GeneratedCode extends BeforeAndAfterAll { self: Suite with SharedSparkSession =>
+  override protected def beforeAll(): Unit = {
+    super.beforeAll()
+    SparkSessions.generated.foreach { case (k, v) => spark.conf.set(k, v) }
+  }
+
+  override protected def afterAll(): Unit =
+    try SparkSessions.interpreted.foreach { case (k, v) => spark.conf.set(k, v) }
+    finally super.afterAll()
 }
 
 /** One local[2] SparkSession shared by every suite of the test JVM. */
