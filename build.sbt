@@ -177,22 +177,25 @@ lazy val connector = (project in file("connector"))
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
       // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
-      // Seconds per suite from the JUnit reports of clean-clone runs (two JVMs at a time beside
-      // the Python side): `local-1` takes the differential test's first half (400), the snapshot
-      // index (320), batch reads (320), executor planning (235), replay rules, errors and
-      // metadata aggregates (190); `local-2` the rest: the differential test's second half
-      // (340), streaming (380), correctness (180), routing (75), the object store (40) and the
-      // unit suites (150). sbt starts forked groups in no set order, so `local-1` is about as
-      // long as `local-2`, the cluster JVM (360 s as three JVMs) and the small-heap one (80 s)
+      // Seconds per suite from the JUnit reports of a clean-clone run (two JVMs at a time beside
+      // the Python side; expressions interpreted, SparkSessions.interpreted): `local-1` takes
+      // batch reads (410), the correctness findings (200), executor planning (155), the
+      // differential test's first half (150), the snapshot index (115), replay rules, errors,
+      // metadata aggregates and the metadata cache (230); `local-2` the rest: streaming (280),
+      // the differential test's second half (160), the object store (125), routing (90) and the
+      // unit suites (250). sbt starts forked groups in no set order, so `local-1` is about as
+      // long as `local-2`, the cluster JVM (290 s as three JVMs) and the small-heap one (120 s)
       // together: whichever starts first, the two lanes end close together.
       val first = Set(
         "DifferentialSuite",
         "SnapshotIndexSuite",
         "BatchReadSuite",
+        "CorrectnessSuite",
         "ExecutorPlanningSuite",
         "ReplayRulesSuite",
         "ErrorsSuite",
-        "MetadataAggregatesSuite"
+        "MetadataAggregatesSuite",
+        "MetaCacheSuite"
       )
       val (one, two) = local.partition(t => first(t.name.split('.').last))
       Seq("local-1" -> one, "local-2" -> two, "cluster" -> cluster)

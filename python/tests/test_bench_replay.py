@@ -136,8 +136,10 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     """``bench replay --quick`` end to end in its own process (one JVM); no timing asserted.
 
     With the test settings (SPARK_CONF_DIR): delta-spark's snapshot shuffle in 2 partitions, not
-    50, took the run from 98 to 56 s here; the answers do not depend on it.
+    50, took the run from 98 to 56 s here; the answers do not depend on it. A 120-file table, not
+    300: 68 -> 56 s alone, and the same measures and checks.
     """
+    files = 120
     out = tmp_path / "out"
     cmd = [
         sys.executable,
@@ -146,7 +148,7 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
         "bench",
         "replay",
         "--quick",
-        "--sizes=300",
+        f"--sizes={files}",
         "--real-files=0",
         # this connector's executor planning is measured by the same code as auto; its answers
         # and metrics are ExecutorPlanningSuite's (Scala), so the smoke leaves it out (CI time)
@@ -167,21 +169,22 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     counts = set()
     for reader in ("delta-replay-auto", "v1", "kernel-v2"):
         row = by_reader[(reader, "batch")]
-        assert row["plan"]["files"] == 300, (reader, row)
+        assert row["plan"]["files"] == files, (reader, row)
         assert row["selective"]["rows"] == 1, (reader, row)
-        assert row["replan"]["files"] == 301, (reader, row)
+        assert row["replan"]["files"] == files + 1, (reader, row)
         assert row["replan"]["selective_planning_s"] > 0, (reader, row)
         if reader.startswith("delta-replay"):
             [scan] = row["replan"]["selective_scan"]
             # the probe's file, plus the two appended files: their stats have no min/max
-            assert scan["filesAfterSkipping"] == 3 and scan["liveFiles"] == 302, (reader, scan)
+            assert scan["filesAfterSkipping"] == 3, (reader, scan)
+            assert scan["liveFiles"] == files + 2, (reader, scan)
             assert scan["replayMode"].startswith("incremental"), (reader, scan)
             assert scan["planning"] == "driver", (reader, scan)
         counts.add(row["count"]["value"])
         counts.add(row["full"]["rows"])
         assert row["join"]["dynamic_pruning"], (reader, row)
     assert len(counts) == 1 and 0 < counts.pop() < expected
-    assert by_reader[("delta-rs", "delta-rs")]["files"] == 300
+    assert by_reader[("delta-rs", "delta-rs")]["files"] == files
     assert by_reader[("delta-replay", "stream")]["stream"]["rows"] > 0
     assert list(out.glob("*-quick-planning.png"))
     [md] = out.glob("*-quick.md")

@@ -56,10 +56,12 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
-def _run(root: Path, *cmd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _run(
+    root: Path, *cmd: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(root / "bin" / cmd[0]), *cmd[1:]],
-        env=_env(root),
+        env={**_env(root), **(env or {})},
         cwd=root,
         capture_output=True,
         text=True,
@@ -151,8 +153,13 @@ def test_help_and_version_in_a_clean_venv(clean_venv: Path) -> None:
     assert "no command 'bench replay'" in out.stderr and "delta-replay-bench" in out.stderr
 
 
-def test_quickstart_in_a_clean_venv(clean_venv: Path) -> None:
-    """pyspark, py4j and delta-spark (the library's dependencies) and nothing else."""
+def test_quickstart_in_a_clean_venv(clean_venv: Path, spark_conf_dir: Path) -> None:
+    """pyspark, py4j and delta-spark (the library's dependencies) and nothing else.
+
+    The JVM gets the test settings of other subprocess sessions (SPARK_CONF_DIR: collector,
+    compiler, interpreted expressions, conftest.SUBPROCESS_CONF); they change the run's CPU, not
+    what it does.
+    """
     ours = Path(sysconfig.get_paths()["purelib"])
     deps = clean_venv.parent / "deps"
     deps.mkdir(exist_ok=True)
@@ -164,6 +171,13 @@ def test_quickstart_in_a_clean_venv(clean_venv: Path) -> None:
     [site] = list((clean_venv / "lib").glob("python3*/site-packages"))
     (site / "deps.pth").write_text(f"{deps}\n")
     # the main job as the README runs it (default arguments); `./dev test` relies on this run
-    out = _run(clean_venv, "delta-replay", "demo", "quickstart", timeout=600)
+    out = _run(
+        clean_venv,
+        "delta-replay",
+        "demo",
+        "quickstart",
+        timeout=600,
+        env={"SPARK_CONF_DIR": str(spark_conf_dir)},
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "[quickstart] delta-replay reads the same" in out.stdout

@@ -67,8 +67,20 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
           assert(tailOnly.actionsReplayed === whole.actionsReplayed)
         }
       }
-      assertLiveFilesMatch(path, latestVersion(path))
-      (0L to latestVersion(path)).foreach(v => assertLiveFilesMatch(path, v))
+      // time travel: the first version, commits only up to the first checkpoint, each checkpoint
+      // alone, the newest checkpoint with a commit after it, the newest version
+      val checkpoints = new File(path, "_delta_log")
+        .list()
+        .toSeq
+        .collect {
+          case n if n.endsWith(".checkpoint.parquet") => n.take(20).toLong
+        }
+        .sorted
+      assert(checkpoints.size >= 3, checkpoints)
+      val newest = latestVersion(path)
+      (Seq(0L, checkpoints.head - 1, checkpoints.last + 1, newest) ++ checkpoints).distinct
+        .filter(_ <= newest)
+        .foreach(v => assertLiveFilesMatch(path, v))
     }
   }
 

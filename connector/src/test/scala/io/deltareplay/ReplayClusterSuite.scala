@@ -2,19 +2,23 @@ package io.deltareplay
 
 import scala.collection.mutable
 
-import io.deltareplay.test.{DeltaOracle, GeneratedCode, LocalClusterSparkSession}
+import io.deltareplay.test.{DeltaOracle, LocalClusterSparkSession}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart, SparkListenerTaskEnd}
 import org.apache.spark.sql.functions.col
 import org.scalatest.funsuite.AnyFunSuite
 
 /** Distributed replay on local-cluster: replay tasks run in executor JVMs, results match V1. */
-class ReplayClusterSuite
-    extends AnyFunSuite
-    with LocalClusterSparkSession
-    with DeltaOracle
-    with GeneratedCode {
+class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with DeltaOracle {
 
-  private def writeTable(path: String): Unit = {
+  /**
+   * The table the tests read, written once for the suite (writes on local-cluster are its slowest
+   * part): six appends with DVs enabled and checkpoints every three commits, then a DELETE. A test
+   * that commits to it works on a copy ([[copyOfTable]]).
+   */
+  private lazy val tableDir = java.nio.file.Files.createTempDirectory("replay-cluster").toFile
+
+  private lazy val sharedTable: String = {
+    val path = tableDir.getAbsolutePath + "/t"
     (0 until 6).foreach { i =>
       spark
         .range(i * 100, (i + 1) * 100)
@@ -28,12 +32,23 @@ class ReplayClusterSuite
         .save(path)
     }
     spark.sql(s"DELETE FROM delta.`$path` WHERE id % 9 = 0").collect()
+    path
   }
+
+  /** A copy of the shared table under `dir` (its log and data files: paths are relative). */
+  private def copyOfTable(dir: java.io.File): String = {
+    val copy = new java.io.File(dir, "t")
+    org.apache.commons.io.FileUtils.copyDirectory(new java.io.File(sharedTable), copy)
+    copy.getAbsolutePath
+  }
+
+  override protected def afterAll(): Unit =
+    try org.apache.commons.io.FileUtils.deleteQuietly(tableDir)
+    finally super.afterAll()
 
   test("distributed replay runs in executor JVMs and matches V1") {
     withTempDir { dir =>
-      val path = dir.getAbsolutePath + "/t"
-      writeTable(path)
+      val path = sharedTable
 
       val replayExecutors = mutable.Set.empty[String]
       val replayJobs = mutable.Set.empty[Int]
@@ -91,45 +106,42 @@ class ReplayClusterSuite
   }
 
   test("planning on the executors: manifests written and expanded in executor JVMs match V1") {
-    withTempDir { dir =>
-      val path = dir.getAbsolutePath + "/t"
-      writeTable(path)
-      // Small splits: files span several bins, bins hold several splits, DV files among them.
-      withConf(
-        "spark.sql.files.maxPartitionBytes" -> "2048",
-        "spark.sql.files.openCostInBytes" -> "512"
-      ) {
-        var skipped = 0L
-        Seq[org.apache.spark.sql.DataFrame => org.apache.spark.sql.DataFrame](
-          identity,
-          _.where("g = 1"),
-          _.where("id BETWEEN 120 AND 260")
-        ).foreach { query =>
-          val runs = assertSameAsV1(path, query = query, modes = Seq("local", "executors"))
-          val (m, onDriver) = (runs("executors"), runs("local"))
-          assert(m.planning.startsWith("executors"), m)
-          // the live files V1 sees, pruned and skipped exactly as planning on the driver does
-          assert(m.liveFiles === v1LiveFiles(path, latestVersion(path)).size, m)
-          assert(m.filesAfterSkipping === onDriver.filesAfterSkipping, s"$m\n$onDriver")
-          assert(m.filesAfterPartitionPruning === onDriver.filesAfterPartitionPruning, m)
-          skipped += m.liveFiles - m.filesAfterSkipping
-        }
-        assert(skipped > 0, "no query skipped a file: the filters test nothing")
+    val path = sharedTable
+    io.deltareplay.internal.IndexCache.clear(spark) // the test before kept this table's state
+    // Small splits: files span several bins, bins hold several splits, DV files among them.
+    withConf(
+      "spark.sql.files.maxPartitionBytes" -> "2048",
+      "spark.sql.files.openCostInBytes" -> "512"
+    ) {
+      var skipped = 0L
+      Seq[org.apache.spark.sql.DataFrame => org.apache.spark.sql.DataFrame](
+        identity,
+        _.where("g = 1"),
+        _.where("id BETWEEN 120 AND 260")
+      ).foreach { query =>
+        val runs = assertSameAsV1(path, query = query, modes = Seq("local", "executors"))
+        val (m, onDriver) = (runs("executors"), runs("local"))
+        assert(m.planning.startsWith("executors"), m)
+        // the live files V1 sees, pruned and skipped exactly as planning on the driver does
+        assert(m.liveFiles === v1LiveFiles(path, latestVersion(path)).size, m)
+        assert(m.filesAfterSkipping === onDriver.filesAfterSkipping, s"$m\n$onDriver")
+        assert(m.filesAfterPartitionPruning === onDriver.filesAfterPartitionPruning, m)
+        skipped += m.liveFiles - m.filesAfterSkipping
       }
-      // count(*) from the statistics, folded in the executor JVMs (DVs subtracted).
-      withConf("spark.deltareplay.planning.mode" -> "executors") {
-        val df = ours(path).selectExpr("count(*)")
-        val plan = df.queryExecution.executedPlan.toString
-        assert(plan.contains("aggregates from log statistics") && plan.contains("executors"), plan)
-        assert(df.collect().head.getLong(0) === v1(path).count())
-      }
+      assert(skipped > 0, "no query skipped a file: the filters test nothing")
+    }
+    // count(*) from the statistics, folded in the executor JVMs (DVs subtracted).
+    withConf("spark.deltareplay.planning.mode" -> "executors") {
+      val df = ours(path).selectExpr("count(*)")
+      val plan = df.queryExecution.executedPlan.toString
+      assert(plan.contains("aggregates from log statistics") && plan.contains("executors"), plan)
+      assert(df.collect().head.getLong(0) === v1(path).count())
     }
   }
 
   test("the snapshot index on the executors, rolled forward by new commits, matches V1") {
     withTempDir { dir =>
-      val path = dir.getAbsolutePath + "/t"
-      writeTable(path)
+      val path = copyOfTable(dir) // this test commits to it
       io.deltareplay.internal.IndexCache.clear(spark)
       withConf(
         "spark.deltareplay.replay.mode" -> "auto",

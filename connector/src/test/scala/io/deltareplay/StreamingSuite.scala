@@ -426,7 +426,7 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       spark
         .range(0, 200)
         .selectExpr("id", "cast(id % 3 as int) as g")
-        .repartition(20)
+        .repartition(10)
         .write
         .format("delta")
         .partitionBy("g")

@@ -11,15 +11,16 @@ import org.scalatest.funsuite.AnyFunSuite
  * fixed seeds (part of `./dev test`): tables from `firstSeed` on until at least `minQueries`
  * queries were answered. The short run is split in two suites, this one and
  * [[DifferentialSecondSuite]], so that `./dev test` runs the halves in two JVMs side by side
- * (build.sbt); together they are the run of seeds 20261124-20261128, 220 queries or more (44 per
- * table: the short run fits the test run's time budget; a fuzz run answers many more). `./dev fuzz
- * --minutes N [--seed S]` runs this suite for N minutes with fresh seeds and every mode for every
- * query: `testOnly io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`.
+ * (build.sbt); together they are the run of seeds 20261124-20261128, 150 queries or more (30 per
+ * table, two answers each: the short run fits the test run's time budget; a fuzz run answers many
+ * more, in every mode). `./dev fuzz --minutes N [--seed S]` runs this suite for N minutes with
+ * fresh seeds and every mode for every query: `testOnly
+ * io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`.
  */
-class DifferentialSuite extends DifferentialRun(firstSeed = 20261124L, minQueries = 132)
+class DifferentialSuite extends DifferentialRun(firstSeed = 20261124L, minQueries = 90)
 
 /** The second half of the short run: seeds 20261127 and on (see [[DifferentialSuite]]). */
-class DifferentialSecondSuite extends DifferentialRun(firstSeed = 20261127L, minQueries = 88)
+class DifferentialSecondSuite extends DifferentialRun(firstSeed = 20261127L, minQueries = 60)
 
 abstract class DifferentialRun(firstSeed: Long, minQueries: Int)
     extends AnyFunSuite
@@ -50,7 +51,7 @@ abstract class DifferentialRun(firstSeed: Long, minQueries: Int)
       }
       while (more) {
         val perTable =
-          if (minutes.isDefined) 42 else 44 // the short run: fewer tables, more queries each
+          if (minutes.isDefined) 42 else 30 // the short run: five tables
         val s =
           run(dir, seed, queries = perTable, allModes = minutes.isDefined, streams = seed % 3 == 0)
         stats = stats + s
