@@ -177,15 +177,15 @@ lazy val connector = (project in file("connector"))
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
       // *SmallHeapSuite: own JVM with a 1 GB heap (driver-memory bounds).
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
-      // Seconds per suite from the JUnit reports of a clean-clone run (two JVMs at a time beside
-      // the Python side; expressions interpreted, SparkSessions.interpreted): `local-1` takes
-      // batch reads (410), the correctness findings (200), executor planning (155), the
-      // differential test's first half (150), the snapshot index (115), replay rules, errors,
-      // metadata aggregates and the metadata cache (230); `local-2` the rest: streaming (280),
-      // the differential test's second half (160), the object store (125), routing (90) and the
-      // unit suites (250). sbt starts forked groups in no set order, so `local-1` is about as
-      // long as `local-2`, the cluster JVM (290 s as three JVMs) and the small-heap one (120 s)
-      // together: whichever starts first, the two lanes end close together.
+      // Seconds per suite from the JUnit reports of two clean-clone runs (two JVMs at a time
+      // beside the Python side; expressions interpreted, SparkSessions.interpreted): `local-1`
+      // takes batch reads (410-435), the snapshot index (115-235), executor planning (155-160),
+      // the correctness findings (155-200), the differential test's first half, replay rules,
+      // errors, metadata aggregates and the metadata cache (~380); `local-2` the rest: streaming
+      // (280-340), the object store (125-135), the differential test's second half, routing and
+      // the unit suites (~400). sbt starts forked groups in no set order, so `local-1` is about
+      // as long as `local-2`, the cluster JVM (~250 s as three JVMs) and the small-heap one
+      // (~110 s) together: whichever starts first, the two lanes end close together.
       val first = Set(
         "DifferentialSuite",
         "SnapshotIndexSuite",

@@ -408,8 +408,8 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       appendCommit(path, 300, 330, files = 4)
       spark.sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 0").collect()
       appendCommit(path, 400, 420, files = 3)
-      // 5 files a batch over slices of 4: batches cross slice edges
-      val opts = Map("maxFilesPerTrigger" -> "5")
+      // 7 files a batch over slices of 4: batches cross slice edges
+      val opts = Map("maxFilesPerTrigger" -> "7")
       val theirs = batches(path, delta = true, opts)
       snapshotHomes.foreach { case (home, settings) =>
         withConf(settings: _*) {

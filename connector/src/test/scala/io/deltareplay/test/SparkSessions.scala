@@ -47,8 +47,13 @@ object SparkSessions {
     "spark.sql.codegen.factoryMode" -> "FALLBACK"
   )
 
-  /** JVM flags of executor JVMs: the test JVMs' collector (build.sbt says why). */
-  val testJvmOptions = "-XX:+UseParallelGC"
+  /**
+   * JVM flags of executor JVMs: the test JVMs' collector (build.sbt says why), and the client
+   * compiler only: the executors of the cluster suites run small tasks for a few minutes, where
+   * C2's compiles of Spark's task code are CPU spent for nothing in a CPU-bound run (as for the
+   * Python tests' short-lived JVMs, docs/development.md).
+   */
+  val testJvmOptions = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
 
   /** The classpath local-cluster executors need: set by build.sbt. */
   def executorClasspath: String =
