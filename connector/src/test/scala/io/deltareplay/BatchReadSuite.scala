@@ -72,9 +72,8 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       val checkpoints = new File(path, "_delta_log")
         .list()
         .toSeq
-        .collect {
-          case n if n.endsWith(".checkpoint.parquet") => n.take(20).toLong
-        }
+        .flatMap(internal.LogFiles.parse)
+        .collect { case internal.LogFiles.SingleCheckpoint(v) => v }
         .sorted
       assert(checkpoints.size >= 3, checkpoints)
       val newest = latestVersion(path)

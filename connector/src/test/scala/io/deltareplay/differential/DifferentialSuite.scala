@@ -51,7 +51,7 @@ abstract class DifferentialRun(firstSeed: Long, minQueries: Int)
       }
       while (more) {
         val perTable =
-          if (minutes.isDefined) 42 else 30 // the short run: five tables
+          if (minutes.isDefined) 42 else 30 // the short run: two tables per suite
         val s =
           run(dir, seed, queries = perTable, allModes = minutes.isDefined, streams = seed % 3 == 0)
         stats = stats + s
