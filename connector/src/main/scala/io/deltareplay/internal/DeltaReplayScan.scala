@@ -143,18 +143,31 @@ private[deltareplay] final case class DeltaReplayScan(
 
   private def StreamingStorageLevel = "streaming.snapshotStorageLevel"
 
-  /** The reader factory of the planned scan. */
-  def readerFactory(): PartitionReaderFactory =
-    DeltaReaderFactory.create(
-      spark,
-      snapshot,
-      readDataSchema,
-      readPartitionSchema,
-      filters.parquet,
-      planned.planned.hasDeletionVectors,
-      withManifests = planned.onExecutors,
-      metadata = metadataSchema.getOrElse(new StructType())
-    )
+  /**
+   * The reader factory of the planned scan, made once per plan: Spark asks each copy of its scan
+   * node for one, and each factory broadcasts its Hadoop configuration.
+   */
+  def readerFactory(): PartitionReaderFactory = synchronized {
+    val plan = planned
+    factoryCache match {
+      case Some((p, factory)) if p eq plan => factory
+      case _ =>
+        val factory = DeltaReaderFactory.create(
+          spark,
+          snapshot,
+          readDataSchema,
+          readPartitionSchema,
+          filters.parquet,
+          plan.planned.hasDeletionVectors,
+          withManifests = plan.onExecutors,
+          metadata = metadataSchema.getOrElse(new StructType())
+        )
+        factoryCache = Some(plan -> factory)
+        factory
+    }
+  }
+
+  @volatile private var factoryCache: Option[(PlanResult, PartitionReaderFactory)] = None
 
   /** Set when Spark reads this scan as a stream: it is then never planned as a batch. */
   @volatile private var streamed = false

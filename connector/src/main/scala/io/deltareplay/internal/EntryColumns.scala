@@ -118,7 +118,14 @@ private[deltareplay] object ColumnData {
 
   final case class ConstantLong(dataType: DataType, value: Long, rows: Int, nulls: BitSet)
       extends ColumnData {
-    def vector: ColumnVector = new LongVec(dataType, nulls) { def long(i: Int): Long = value }
+    def vector: ColumnVector = new LongVec(dataType, nulls) {
+      def long(i: Int): Long = value
+      def markCompared(literal: Long, signs: Int, words: Array[Long], n: Int): Unit =
+        if (accepts(signs, java.lang.Long.compare(value, literal))) {
+          java.util.Arrays.fill(words, 0, n >>> 6, -1L)
+          if ((n & 63) != 0) words(n >>> 6) |= (1L << n) - 1 // rows n.. stay clear
+        } else orNulls(words)
+    }
     def bytes: Long = 32 + nullBytes(nulls)
   }
 
@@ -126,13 +133,33 @@ private[deltareplay] object ColumnData {
       extends ColumnData {
     def vector: ColumnVector = new LongVec(dataType, nulls) {
       def long(i: Int): Long = offsets(i).toLong - Int.MinValue + base
+      def markCompared(literal: Long, signs: Int, words: Array[Long], n: Int): Unit = {
+        var i = 0
+        while (i < n) {
+          val c = java.lang.Long.compare(offsets(i).toLong - Int.MinValue + base, literal)
+          words(i >>> 6) |= ((signs >>> (c + 1)) & 1L) << i
+          i += 1
+        }
+        orNulls(words)
+      }
     }
     def bytes: Long = 32 + 4L * offsets.length + nullBytes(nulls)
   }
 
   final case class Longs(dataType: DataType, values: Array[Long], nulls: BitSet)
       extends ColumnData {
-    def vector: ColumnVector = new LongVec(dataType, nulls) { def long(i: Int): Long = values(i) }
+    def vector: ColumnVector = new LongVec(dataType, nulls) {
+      def long(i: Int): Long = values(i)
+      def markCompared(literal: Long, signs: Int, words: Array[Long], n: Int): Unit = {
+        var i = 0
+        while (i < n) {
+          val c = java.lang.Long.compare(values(i), literal)
+          words(i >>> 6) |= ((signs >>> (c + 1)) & 1L) << i
+          i += 1
+        }
+        orNulls(words)
+      }
+    }
     def bytes: Long = 16 + 8L * values.length + nullBytes(nulls)
   }
 
@@ -203,8 +230,9 @@ private[deltareplay] object ColumnData {
 
   final case class StructData(dataType: StructType, children: Array[ColumnData], nulls: BitSet)
       extends ColumnData {
-    def vector: ColumnVector = new Vec(dataType, nulls) {
+    def vector: ColumnVector = new Vec(dataType, nulls) with NullWords {
       private val vectors = children.map(_.vector)
+      def orNulls(words: Array[Long]): Unit = orNullFlags(words)
       override def getChild(i: Int): ColumnVector = vectors(i)
     }
     def bytes: Long = 16 + children.map(_.bytes).sum + nullBytes(nulls)
@@ -252,8 +280,43 @@ private[deltareplay] object ColumnData {
     override def getChild(i: Int): ColumnVector = new Ranked(dense.getChild(i), present)
   }
 
+  /**
+   * A vector whose rows are null exactly where its null flags say ([[SkipVector]] reads them as bit
+   * words instead of row by row).
+   */
+  private[internal] trait NullWords {
+
+    /** Sets the bits of `words` of the rows that are null. */
+    def orNulls(words: Array[Long]): Unit
+  }
+
+  /**
+   * Whole numbers compared with a literal in one loop over the column's own layout ([[SkipVector]]
+   * on a million entries: no call per row through `ColumnVector`).
+   */
+  private[internal] trait LongCompare extends NullWords {
+
+    /**
+     * Sets bit `i` of `words`, for rows `i < n`, where the sign of `compare(value(i), literal)` is
+     * one of `signs` (bit 0 less, bit 1 equal, bit 2 greater) or the row is null.
+     */
+    def markCompared(literal: Long, signs: Int, words: Array[Long], n: Int): Unit
+  }
+
+  /** Whether a sign of `compare` (-1, 0 or 1) is one of `signs` (bits as in [[LongCompare]]). */
+  private def accepts(signs: Int, compare: Int): Boolean = ((signs >>> (compare + 1)) & 1) != 0
+
   /** The common part of the vectors: null flags; every typed getter fails unless overridden. */
   private abstract class Vec(dataType: DataType, nulls: BitSet) extends ColumnVector(dataType) {
+    protected final def orNullFlags(words: Array[Long]): Unit =
+      if (nulls != null) {
+        val w = nulls.toLongArray
+        var k = 0
+        while (k < w.length) {
+          words(k) |= w(k)
+          k += 1
+        }
+      }
     override def close(): Unit = ()
     override def hasNull: Boolean = nulls != null
     override def numNulls: Int = if (nulls == null) 0 else nulls.cardinality()
@@ -276,7 +339,10 @@ private[deltareplay] object ColumnData {
   }
 
   /** Whole numbers of any width (and decimals of up to 18 digits) read from one long. */
-  private abstract class LongVec(dataType: DataType, nulls: BitSet) extends Vec(dataType, nulls) {
+  private abstract class LongVec(dataType: DataType, nulls: BitSet)
+      extends Vec(dataType, nulls)
+      with LongCompare {
+    def orNulls(words: Array[Long]): Unit = orNullFlags(words)
     def long(i: Int): Long
     override def getLong(i: Int): Long = long(i)
     override def getInt(i: Int): Int = long(i).toInt

@@ -114,6 +114,20 @@ private[deltareplay] object SkipVector {
   private final case class Compare(field: Field, sign: Int, literal: Any) extends Node {
     def maybe(batch: ColumnarBatch, n: Int): BitSet = {
       val (vs, leaf) = field.vectors(batch)
+      (field.dataType, leaf) match {
+        case (_: StringType, _) => rowByRow(vs, leaf, n)
+        case (_, numbers: ColumnData.LongCompare)
+            if vs.forall(_.isInstanceOf[ColumnData.NullWords]) =>
+          // one loop in the column's own layout; a row with a null on the way is "may match"
+          val words = new Array[Long]((n + 63) >>> 6)
+          numbers.markCompared(asLong(literal), sign, words, n)
+          vs.foreach(v => if (v ne leaf) v.asInstanceOf[ColumnData.NullWords].orNulls(words))
+          BitSet.valueOf(words)
+        case _ => rowByRow(vs, leaf, n)
+      }
+    }
+
+    private def rowByRow(vs: Array[ColumnVector], leaf: ColumnVector, n: Int): BitSet = {
       val b = new Bits(n)
       def accepts(c: Int): Boolean = (sign & (if (c < 0) 1 else if (c == 0) 2 else 4)) != 0
       var i = 0
