@@ -8,8 +8,10 @@ val sparkVersion = "4.2.0"
 // delta-spark 4.4.1 is on PyPI; on Maven Central the newest build for Spark 4.2 is 4.4.0.
 val deltaVersion = "4.4.0"
 val scalatestVersion = "3.2.19"
-// Object-store tests only (Test scope, never in the published POM): S3A at the Hadoop version
-// bundled with pyspark 4.2.0, with the AWS SDK v2 modules S3A uses instead of the 686 MB `bundle`.
+// Provided (compiled against, never packaged: a session reading s3a:// brings its own): S3A at the
+// Hadoop version bundled with pyspark 4.2.0, with the AWS SDK v2 modules S3A uses instead of the
+// 686 MB `bundle`. The connector's S3 log listing (S3Listing) calls them; the object-store tests run
+// on them.
 val hadoopVersion = "3.5.0"
 val awsSdkVersion = "2.35.4" // the SDK version hadoop-aws 3.5.0 is built against
 
@@ -69,14 +71,14 @@ lazy val connector = (project in file("connector"))
       ("io.delta" % "delta-spark_4.2_2.13" % deltaVersion)
         .excludeAll(ExclusionRule("org.apache.spark")),
       "org.scalatest" %% "scalatest" % scalatestVersion % Test,
-      ("org.apache.hadoop" % "hadoop-aws" % hadoopVersion % Test)
+      ("org.apache.hadoop" % "hadoop-aws" % hadoopVersion % Provided)
         .excludeAll(
           ExclusionRule("software.amazon.awssdk", "bundle"),
           ExclusionRule("org.apache.hadoop", "hadoop-common"),
           ExclusionRule("org.wildfly.openssl")
         )
     ) ++ Seq("s3", "s3-transfer-manager", "sts", "apache-client").map { m =>
-      ("software.amazon.awssdk" % m % awsSdkVersion % Test)
+      ("software.amazon.awssdk" % m % awsSdkVersion % Provided)
         .excludeAll(
           // Spark ships these (netty, SLF4J, commons-*); Apache HttpClient comes with them here.
           ExclusionRule("io.netty"),

@@ -77,25 +77,9 @@ private[deltareplay] object LogSegment {
   def list(tablePath: Path, hadoopConf: Configuration): Listing = {
     val logPath = new Path(tablePath, "_delta_log")
     val fs = logPath.getFileSystem(hadoopConf)
-    val statuses =
-      try fs.listStatus(logPath).toSeq
-      catch {
-        case e: java.io.IOException =>
-          Errors.storeFailure(tablePath.toString, tablePath.toString, e) match {
-            case Some(storeError) => throw storeError
-            case None if e.isInstanceOf[FileNotFoundException] => Nil
-            case None => throw e
-          }
-      }
-    val parsed = statuses.flatMap(s => LogFiles.parse(s.getPath.getName).map(_ -> s))
-    val commits = parsed.collect { case (Commit(v), s) => v -> s }.toMap
-    val byVersion = parsed
-      .collect { case (f, s) if !f.isInstanceOf[Commit] => (f, s) }
-      .groupBy(_._1.version)
-    val checkpoints = byVersion.flatMap { case (v, files) => complete(files).map(v -> _) }
+    val statuses = listing(tablePath, fs.listStatus(logPath).toSeq)
+    val (commits, checkpoints, checksums) = parse(statuses)
     if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
-    val checksums =
-      statuses.flatMap(s => LogFiles.checksumVersion(s.getPath.getName).map(_ -> s)).toMap
     Listing(
       tablePath,
       TablePaths(tablePath, FileSystem.getDefaultUri(hadoopConf)),
@@ -103,6 +87,81 @@ private[deltareplay] object LogSegment {
       checkpoints,
       checksums
     )
+  }
+
+  /**
+   * A listing of `_delta_log` from checkpoint version `checkpoint` on: that checkpoint, the commits
+   * after it and every file of a later version, which is all a newest version read from a
+   * checkpoint at or after it needs (on S3 one LIST of those few keys instead of every file the log
+   * keeps). Older checkpoints and commits are not in it: a caller that cannot load the newest
+   * version from it (a checkpoint unreadable, a commit missing) lists the whole log.
+   */
+  def listFrom(tablePath: Path, checkpoint: Long, hadoopConf: Configuration): Listing = {
+    val logPath = new Path(tablePath, "_delta_log")
+    val fs = logPath.getFileSystem(hadoopConf)
+    // after the commit before it: the checkpoint's files sort after that name, as do its commit,
+    // its checksum and every file of a later version
+    val after = if (checkpoint == 0) "" else LogFiles.commitName(checkpoint - 1)
+    val (commits, checkpoints, checksums) = parse(listing(tablePath, listAfter(fs, logPath, after)))
+    if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
+    Listing(
+      tablePath,
+      TablePaths(tablePath, FileSystem.getDefaultUri(hadoopConf)),
+      commits,
+      checkpoints,
+      checksums
+    )
+  }
+
+  /**
+   * Whether two statuses of one path are of the same file: the same length and, where the store
+   * gives one, the same ETag, else the same modification time (S3 lists times in milliseconds but a
+   * HEAD answers in seconds).
+   */
+  def sameFile(now: FileStatus, was: FileStatus): Boolean = {
+    val (a, b) = (MetaCache.FileId(now), MetaCache.FileId(was))
+    a.length == b.length && ((a.etag, b.etag) match {
+      case (Some(x), Some(y)) => x == y
+      case _ => a.modified == b.modified
+    })
+  }
+
+  /**
+   * The files of `dir` whose names sort after `name`: on S3 one LIST of just those ([[S3Listing]]),
+   * elsewhere the whole directory, filtered.
+   */
+  private def listAfter(fs: FileSystem, dir: Path, name: String): Seq[FileStatus] = {
+    val fromS3 = if (fs.getScheme == "s3a") S3Listing.after(fs, dir, name) else None
+    fromS3.getOrElse(fs.listStatus(dir).toSeq.filter(_.getPath.getName > name))
+  }
+
+  /** The statuses a listing of the log gives, its store failures named for `tablePath`. */
+  private def listing(tablePath: Path, list: => Seq[FileStatus]): Seq[FileStatus] =
+    try list
+    catch {
+      case e: java.io.IOException =>
+        Errors.storeFailure(tablePath.toString, tablePath.toString, e) match {
+          case Some(storeError) => throw storeError
+          case None if e.isInstanceOf[FileNotFoundException] => Nil
+          case None => throw e
+        }
+    }
+
+  /** The commits, complete checkpoints and checksums among listed log files, by version. */
+  private def parse(statuses: Seq[FileStatus]): (
+      Map[Long, FileStatus],
+      Map[Long, (String, Seq[FileStatus])],
+      Map[Long, FileStatus]
+  ) = {
+    val parsed = statuses.flatMap(s => LogFiles.parse(s.getPath.getName).map(_ -> s))
+    val commits = parsed.collect { case (Commit(v), s) => v -> s }.toMap
+    val byVersion = parsed
+      .collect { case (f, s) if !f.isInstanceOf[Commit] => (f, s) }
+      .groupBy(_._1.version)
+    val checkpoints = byVersion.flatMap { case (v, files) => complete(files).map(v -> _) }
+    val checksums =
+      statuses.flatMap(s => LogFiles.checksumVersion(s.getPath.getName).map(_ -> s)).toMap
+    (commits, checkpoints, checksums)
   }
 
   /**

@@ -2,6 +2,8 @@ package io.deltareplay.internal
 
 import java.sql.Timestamp
 
+import scala.util.Try
+
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
@@ -47,7 +49,7 @@ private[deltareplay] object TableSnapshot {
         val fs = last.getPath.getFileSystem(spark.sessionState.newHadoopConf())
         val next = new Path(segment.logPath, LogFiles.commitName(segment.version + 1))
         val probes: Seq[() => Boolean] = Seq(
-          () => sameFile(MetaCache.FileId(fs.getFileStatus(last.getPath)), MetaCache.FileId(last)),
+          () => LogSegment.sameFile(fs.getFileStatus(last.getPath), last),
           () => !exists(fs, next)
         )
         // on an object store the two requests go out together, one round trip
@@ -58,17 +60,6 @@ private[deltareplay] object TableSnapshot {
         }
       }
     }
-
-  /**
-   * Whether two statuses of one path are of the same file: the same length and, where the store
-   * gives one, the same ETag, else the same modification time (S3 lists times in milliseconds but a
-   * HEAD answers in seconds).
-   */
-  private def sameFile(now: MetaCache.FileId, was: MetaCache.FileId): Boolean =
-    now.length == was.length && ((now.etag, was.etag) match {
-      case (Some(a), Some(b)) => a == b
-      case _ => now.modified == was.modified
-    })
 
   /**
    * Whether `path` exists, asked with `openFile` (on S3A one HEAD: `exists` would also list the key
@@ -84,6 +75,13 @@ private[deltareplay] object TableSnapshot {
           if e.getCause.isInstanceOf[java.io.FileNotFoundException] =>
         false
     }
+
+  /**
+   * The checkpoint the last newest load of each table (by qualified path) started from: the next
+   * newest load lists `_delta_log` from there on ([[LogSegment.listFrom]]), and lists all of it
+   * when it cannot load the newest version from that listing. Checkpoints only come after it.
+   */
+  private val NewestCheckpoint = new BoundedLru[String, Long](1024, Long.MaxValue, _ => 1L)
 
   /** Loads `path` at `version`, at `timestamp`, or at its newest version. */
   def load(
@@ -101,13 +99,25 @@ private[deltareplay] object TableSnapshot {
     val qualified = new Path(raw.getFileSystem(hadoopConf).makeQualified(raw).toString)
     if (version.isDefined && timestamp.isDefined) throw Errors.bothVersionAndTimestamp(path)
     val pinned = version.orElse(timestamp.map(ts => versionAt(spark, qualified, ts)))
-    val listing = LogSegment.list(qualified, hadoopConf)
+    val key = qualified.toString
+    // the newest version: listed from the checkpoint the last newest load of this table used
+    val fromCheckpoint =
+      if (pinned.isDefined) None
+      else
+        NewestCheckpoint
+          .get(key)
+          .flatMap(v => Try(LogSegment.listFrom(qualified, v, hadoopConf)).toOption)
     val (segment, meta) =
-      try loadSegment(spark, listing, pinned, Set.empty)
-      catch {
-        case e: Exception =>
-          throw Errors.storeFailure(qualified.toString, qualified.toString, e).getOrElse(e)
-      }
+      fromCheckpoint
+        .flatMap(listing => Try(loadSegment(spark, listing, None, Set.empty)).toOption)
+        .getOrElse {
+          val listing = LogSegment.list(qualified, hadoopConf)
+          try loadSegment(spark, listing, pinned, Set.empty)
+          catch {
+            case e: Exception => throw Errors.storeFailure(key, key, e).getOrElse(e)
+          }
+        }
+    if (pinned.isEmpty) segment.checkpointVersion.foreach(NewestCheckpoint.put(key, _))
     DeltaAdapter.checkReadable(segment.table, meta)
     TableSnapshot(segment, meta, (System.nanoTime() - started) / 1000000)
   }

@@ -167,6 +167,29 @@ class LogSegmentSuite extends AnyFunSuite with SharedSparkSession {
     }
   }
 
+  test("a listing from a checkpoint on gives the newest segment a whole listing gives") {
+    val files = commits(0L to 23L) ++ Seq(classic(10), s"${name(10)}.crc", part(20, 1, 2)) ++
+      Seq(part(20, 2, 2), s"${name(23)}.crc", "_last_checkpoint", "_sidecars/", "_commits/")
+    withLog(files: _*) { path =>
+      val whole = segment(path)
+      Seq(0L, 5L, 10L, 20L).foreach { from =>
+        val listed = LogSegment.listFrom(new Path(path), from, conf)
+        assert(listed.commits.keySet === (from to 23L).toSet, from)
+        val s = LogSegment.forVersion(listed, None)
+        assert(s === whole, from)
+        assert(
+          s.checkpointVersion === Some(20L) && names(s.checksum.toSeq) === Seq(s"${name(23)}.crc")
+        )
+      }
+    }
+    // from a checkpoint whose commits after it are not all there: the newest version cannot be
+    // loaded from that listing (the caller then lists the whole log and fails as it does)
+    withLog(commits((0L to 14L).filterNot(_ == 12L)) ++ Seq(classic(10)): _*) { path =>
+      val listed = LogSegment.listFrom(new Path(path), 10L, conf)
+      intercept[DeltaReplayException.CorruptLog](LogSegment.forVersion(listed, None))
+    }
+  }
+
   test("a gap in commits fails naming the missing version, also when no checkpoint serves") {
     withLog(commits((0L to 6L).filterNot(_ == 3L)): _*) { path =>
       assert(commitVersions(segment(path, Some(2))) === (0L to 2L))
