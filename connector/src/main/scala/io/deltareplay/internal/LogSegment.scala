@@ -74,20 +74,8 @@ private[deltareplay] object LogSegment {
   }
 
   /** Lists `_delta_log` once. Fails naming the table if it is not a Delta table. */
-  def list(tablePath: Path, hadoopConf: Configuration): Listing = {
-    val logPath = new Path(tablePath, "_delta_log")
-    val fs = logPath.getFileSystem(hadoopConf)
-    val statuses = listing(tablePath, fs.listStatus(logPath).toSeq)
-    val (commits, checkpoints, checksums) = parse(statuses)
-    if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
-    Listing(
-      tablePath,
-      TablePaths(tablePath, FileSystem.getDefaultUri(hadoopConf)),
-      commits,
-      checkpoints,
-      checksums
-    )
-  }
+  def list(tablePath: Path, hadoopConf: Configuration): Listing =
+    listed(tablePath, hadoopConf, fs => fs.listStatus(new Path(tablePath, "_delta_log")).toSeq)
 
   /**
    * A listing of `_delta_log` from checkpoint version `checkpoint` on: that checkpoint, the commits
@@ -97,12 +85,22 @@ private[deltareplay] object LogSegment {
    * version from it (a checkpoint unreadable, a commit missing) lists the whole log.
    */
   def listFrom(tablePath: Path, checkpoint: Long, hadoopConf: Configuration): Listing = {
-    val logPath = new Path(tablePath, "_delta_log")
-    val fs = logPath.getFileSystem(hadoopConf)
     // after the commit before it: the checkpoint's files sort after that name, as do its commit,
     // its checksum and every file of a later version
     val after = if (checkpoint == 0) "" else LogFiles.commitName(checkpoint - 1)
-    val (commits, checkpoints, checksums) = parse(listing(tablePath, listAfter(fs, logPath, after)))
+    listed(tablePath, hadoopConf, fs => listAfter(fs, new Path(tablePath, "_delta_log"), after))
+  }
+
+  /**
+   * The listing of the log files `list` gives. Fails naming the table if it is not a Delta table.
+   */
+  private def listed(
+      tablePath: Path,
+      hadoopConf: Configuration,
+      list: FileSystem => Seq[FileStatus]
+  ): Listing = {
+    val fs = new Path(tablePath, "_delta_log").getFileSystem(hadoopConf)
+    val (commits, checkpoints, checksums) = parse(listing(tablePath, list(fs)))
     if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
     Listing(
       tablePath,
