@@ -121,7 +121,7 @@ private[deltareplay] object ColumnData {
     def vector: ColumnVector = new LongVec(dataType, nulls) {
       def long(i: Int): Long = value
       def markCompared(literal: Long, signs: Int, words: Array[Long], n: Int): Unit =
-        if (accepts(signs, java.lang.Long.compare(value, literal))) {
+        if (SkipVector.accepts(signs, java.lang.Long.compare(value, literal))) {
           java.util.Arrays.fill(words, 0, n >>> 6, -1L)
           if ((n & 63) != 0) words(n >>> 6) |= (1L << n) - 1 // rows n.. stay clear
         } else orNulls(words)
@@ -302,9 +302,6 @@ private[deltareplay] object ColumnData {
      */
     def markCompared(literal: Long, signs: Int, words: Array[Long], n: Int): Unit
   }
-
-  /** Whether a sign of `compare` (-1, 0 or 1) is one of `signs` (bits as in [[LongCompare]]). */
-  private def accepts(signs: Int, compare: Int): Boolean = ((signs >>> (compare + 1)) & 1) != 0
 
   /** The common part of the vectors: null flags; every typed getter fails unless overridden. */
   private abstract class Vec(dataType: DataType, nulls: BitSet) extends ColumnVector(dataType) {

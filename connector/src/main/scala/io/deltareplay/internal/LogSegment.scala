@@ -92,7 +92,8 @@ private[deltareplay] object LogSegment {
   }
 
   /**
-   * The listing of the log files `list` gives. Fails naming the table if it is not a Delta table.
+   * The listing of the log files `list` gives, its store failures named for `tablePath`. Fails
+   * naming the table if it is not a Delta table.
    */
   private def listed(
       tablePath: Path,
@@ -100,7 +101,17 @@ private[deltareplay] object LogSegment {
       list: FileSystem => Seq[FileStatus]
   ): Listing = {
     val fs = new Path(tablePath, "_delta_log").getFileSystem(hadoopConf)
-    val (commits, checkpoints, checksums) = parse(listing(tablePath, list(fs)))
+    val statuses =
+      try list(fs)
+      catch {
+        case e: java.io.IOException =>
+          Errors.storeFailure(tablePath.toString, tablePath.toString, e) match {
+            case Some(storeError) => throw storeError
+            case None if e.isInstanceOf[FileNotFoundException] => Nil
+            case None => throw e
+          }
+      }
+    val (commits, checkpoints, checksums) = parse(statuses)
     if (commits.isEmpty && checkpoints.isEmpty) throw Errors.notADeltaTable(tablePath.toString)
     Listing(
       tablePath,
@@ -112,19 +123,6 @@ private[deltareplay] object LogSegment {
   }
 
   /**
-   * Whether two statuses of one path are of the same file: the same length and, where the store
-   * gives one, the same ETag, else the same modification time (S3 lists times in milliseconds but a
-   * HEAD answers in seconds).
-   */
-  def sameFile(now: FileStatus, was: FileStatus): Boolean = {
-    val (a, b) = (MetaCache.FileId(now), MetaCache.FileId(was))
-    a.length == b.length && ((a.etag, b.etag) match {
-      case (Some(x), Some(y)) => x == y
-      case _ => a.modified == b.modified
-    })
-  }
-
-  /**
    * The files of `dir` whose names sort after `name`: on S3 one LIST of just those ([[S3Listing]]),
    * elsewhere the whole directory, filtered.
    */
@@ -132,18 +130,6 @@ private[deltareplay] object LogSegment {
     val fromS3 = if (fs.getScheme == "s3a") S3Listing.after(fs, dir, name) else None
     fromS3.getOrElse(fs.listStatus(dir).toSeq.filter(_.getPath.getName > name))
   }
-
-  /** The statuses a listing of the log gives, its store failures named for `tablePath`. */
-  private def listing(tablePath: Path, list: => Seq[FileStatus]): Seq[FileStatus] =
-    try list
-    catch {
-      case e: java.io.IOException =>
-        Errors.storeFailure(tablePath.toString, tablePath.toString, e) match {
-          case Some(storeError) => throw storeError
-          case None if e.isInstanceOf[FileNotFoundException] => Nil
-          case None => throw e
-        }
-    }
 
   /** The commits, complete checkpoints and checksums among listed log files, by version. */
   private def parse(statuses: Seq[FileStatus]): (

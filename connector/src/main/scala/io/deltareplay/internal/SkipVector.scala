@@ -129,7 +129,7 @@ private[deltareplay] object SkipVector {
 
     private def rowByRow(vs: Array[ColumnVector], leaf: ColumnVector, n: Int): BitSet = {
       val b = new Bits(n)
-      def accepts(c: Int): Boolean = (sign & (if (c < 0) 1 else if (c == 0) 2 else 4)) != 0
+      def accepts(c: Int): Boolean = SkipVector.accepts(sign, c)
       var i = 0
       field.dataType match {
         case _: StringType =>
@@ -192,6 +192,14 @@ private[deltareplay] object SkipVector {
     case i: Int => i.toLong
     case l: Long => l
   }
+
+  /**
+   * Whether the sign of `compare` (any int, as compare functions return) is one of `signs`: bit 0
+   * for less, bit 1 for equal, bit 2 for greater (the column layouts' loops, [[ColumnData]]'s
+   * `LongCompare`, test the same bits).
+   */
+  private[internal] def accepts(signs: Int, compare: Int): Boolean =
+    ((signs >>> (Integer.signum(compare) + 1)) & 1) != 0
 
   private val Less = 1
   private val Equal = 2

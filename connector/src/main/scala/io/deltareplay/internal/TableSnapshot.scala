@@ -4,7 +4,7 @@ import java.sql.Timestamp
 
 import scala.util.Try
 
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
 import org.apache.spark.sql.types.{StructType, TimestampType}
@@ -49,7 +49,7 @@ private[deltareplay] object TableSnapshot {
         val fs = last.getPath.getFileSystem(spark.sessionState.newHadoopConf())
         val next = new Path(segment.logPath, LogFiles.commitName(segment.version + 1))
         val probes: Seq[() => Boolean] = Seq(
-          () => LogSegment.sameFile(fs.getFileStatus(last.getPath), last),
+          () => sameFile(fs.getFileStatus(last.getPath), last),
           () => !exists(fs, next)
         )
         // on an object store the two requests go out together, one round trip
@@ -60,6 +60,19 @@ private[deltareplay] object TableSnapshot {
         }
       }
     }
+
+  /**
+   * Whether two statuses of one path are of the same file: the same length and, where the store
+   * gives one, the same ETag, else the same modification time (S3 lists times in milliseconds but a
+   * HEAD answers in seconds).
+   */
+  private def sameFile(now: FileStatus, was: FileStatus): Boolean = {
+    val (a, b) = (MetaCache.FileId(now), MetaCache.FileId(was))
+    a.length == b.length && ((a.etag, b.etag) match {
+      case (Some(x), Some(y)) => x == y
+      case _ => a.modified == b.modified
+    })
+  }
 
   /**
    * Whether `path` exists, asked with `openFile` (on S3A one HEAD: `exists` would also list the key

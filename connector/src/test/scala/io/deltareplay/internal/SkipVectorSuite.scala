@@ -21,8 +21,15 @@ class SkipVectorSuite extends AnyFunSuite {
   private val x = GetStructField(GetStructField(column, 0), 0)
 
   private def comparisons(lit: Literal): Seq[Expression] =
-    Seq(EqualTo(x, lit), LessThan(x, lit), LessThanOrEqual(x, lit), GreaterThan(x, lit))
-      .++(Seq(GreaterThanOrEqual(x, lit), LessThan(lit, x), GreaterThanOrEqual(lit, x)))
+    Seq(
+      EqualTo(x, lit),
+      LessThan(x, lit),
+      LessThanOrEqual(x, lit),
+      GreaterThan(x, lit),
+      GreaterThanOrEqual(x, lit),
+      LessThan(lit, x),
+      GreaterThanOrEqual(lit, x)
+    )
 
   /** The rows where `predicate` is true or null, one row at a time. */
   private def expected(predicate: Expression, batch: ColumnarBatch): java.util.BitSet = {
