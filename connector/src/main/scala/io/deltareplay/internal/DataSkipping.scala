@@ -25,7 +25,8 @@ import org.apache.spark.unsafe.types.UTF8String
  *     truncated to milliseconds, so a max is taken as up to 1 ms higher. A column whose values are
  *     all null matches no comparison.
  *   - `c IS NULL` / `c IS NOT NULL` with the null count (only its two informative values, 0 and
- *     numRecords, are used, as the protocol requires for wide bounds).
+ *     numRecords, are used, as the protocol requires for wide bounds) of a leaf column; the null
+ *     tests of a struct column keep every file.
  *   - `AND`, `OR`, and `NOT` pushed down to the rules above (`NOT c = v`: skipped when min = max =
  *     v).
  *   - Anything else, a missing statistic, or a file without statistics: the file may match.
@@ -212,7 +213,13 @@ private[deltareplay] final class DataSkipping(entry: FileEntry) {
     private def numRecords: Expression =
       GetStructField(stats, entry.statsSchema.fieldIndex(FileEntry.NumRecords), None)
 
-    def nullCount: Option[Expression] = statsField(FileEntry.NullCount)
+    /**
+     * The null count of a leaf column. A struct column has none of its own: its `nullCount` is a
+     * struct of its fields' counts, and a row whose struct is null is not counted anywhere, so `s
+     * IS NULL` cannot be decided from statistics.
+     */
+    def nullCount: Option[Expression] =
+      if (field.dataType.isInstanceOf[StructType]) None else statsField(FileEntry.NullCount)
 
     def allNull: Option[Expression] = nullCount.map(n => EqualTo(n, numRecords))
 

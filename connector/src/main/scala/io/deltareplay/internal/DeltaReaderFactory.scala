@@ -253,7 +253,10 @@ private[deltareplay] object DeltaReaderFactory {
       if (withRowIndex) d.add(ParquetConf.RowIndexField) else d
     }
     val sqlConf = spark.sessionState.conf.clone()
-    if (meta.columnMappingName == "id") sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, true)
+    // Columns are matched by field id under `id` column mapping only: under `name` mapping (also
+    // when it was enabled on a table whose older files carry no ids) by physical name, as V1 reads,
+    // whatever the session's own setting.
+    sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, meta.columnMappingName == "id")
     val (parquet, broadcastConf) =
       parquetReader(spark, sqlConf, fullData, readData, readPartitionSchema, parquetFilters)
     val vectorized = parquet.supportColumnarReads(null)

@@ -93,7 +93,7 @@ private[deltareplay] final case class DeltaReplayScan(
     val read = readPartitionSchema.fieldNames.map(_.toLowerCase(java.util.Locale.ROOT)).toSet
     snapshot.partitionColumns
       .filter(c => read.contains(c.toLowerCase(java.util.Locale.ROOT)))
-      .map(c => Expressions.column(c): NamedReference)
+      .map(c => Expressions.column(DeltaReplayScan.quoted(c)): NamedReference)
       .toArray
   }
 
@@ -208,4 +208,10 @@ private[deltareplay] final case class DeltaReplayScan(
 private[deltareplay] final case class DeltaReplayBatch(scan: DeltaReplayScan) extends Batch {
   override def planInputPartitions(): Array[InputPartition] = scan.planned.planned.partitions
   override def createReaderFactory(): PartitionReaderFactory = scan.readerFactory()
+}
+
+private[deltareplay] object DeltaReplayScan {
+
+  /** A column name as one quoted identifier (names such as `p;q=` or `a.b` parse as themselves). */
+  def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
 }

@@ -45,7 +45,9 @@ private[deltareplay] class DeltaReplayTable(
   override def schema(): StructType = snapshot.schema
 
   override def partitioning(): Array[Transform] =
-    snapshot.partitionColumns.map(c => Expressions.identity(c): Transform).toArray
+    snapshot.partitionColumns
+      .map(c => Expressions.identity(DeltaReplayScan.quoted(c)): Transform)
+      .toArray
 
   override def properties(): util.Map[String, String] = snapshot.meta.configuration.asJava
 

@@ -57,16 +57,20 @@ private[deltareplay] final case class ReadPolicy(
     FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
 
   /**
-   * The session's index of this table, if it can serve this version (with `needStats`): one read in
-   * the session's current time zone (partition values without an offset, such as timestamps written
-   * by older delta-spark versions, are read in it, as V1 reads them).
+   * The session's index of this table, if it can serve this version (with `needStats`): one whose
+   * entries have this version's layout ([[FileEntry]]: the schema with its column-mapping names and
+   * ids, the partition columns, and the session's current time zone, in which partition values
+   * without an offset are read, as V1 reads them). After a change of metadata the entries of the
+   * cached files hold statistics keyed by the old physical names and types, so the index is
+   * replayed afresh instead of rolled forward: a column dropped and added again under column
+   * mapping must not show the dropped column's statistics.
    */
   def cachedState(needStats: Boolean): Option[IndexCache.Entry] =
     if (!conf.stateCache || conf.replayMode != ReplayMode.Auto) None
     else
       IndexCache
         .lookup(spark, segment.paths.root, snapshot.meta.tableId, segment.version, needStats)
-        .filter(_.index.entry.timeZone == entry.timeZone)
+        .filter(_.index.entry == entry)
         .filter { e =>
           conf.planningMode match {
             case PlanningMode.Driver => e.index.isInstanceOf[DriverIndex]

@@ -35,9 +35,19 @@ private[deltareplay] final case class TableMeta(
 
   def usesColumnMapping: Boolean = columnMappingName != "none"
 
-  /** The physical (Parquet) schema for a logical schema of this table's columns. */
+  /**
+   * The physical (Parquet) schema for a logical schema of this table's columns. Under `id` column
+   * mapping its fields carry their Parquet field ids, by which the reader finds them; under `name`
+   * mapping they carry none: columns are found by physical name, as V1 reads them, also in the
+   * files written before column mapping was enabled on the table, which hold no ids (Spark's
+   * Parquet reader refuses a schema with ids over a file without them).
+   */
   def physicalSchema(logical: StructType): StructType =
-    if (!usesColumnMapping) logical else DeltaAdapter.physicalSchema(this, logical)
+    if (!usesColumnMapping) logical
+    else {
+      val physical = DeltaAdapter.physicalSchema(this, logical)
+      if (columnMappingName == "id") physical else TableMeta.withoutFieldIds(physical)
+    }
 
   /** The physical name of a top-level column (the key of partitionValues and stats). */
   def physicalName(column: String): String = FileEntry.physicalNameOf(schema(column))
@@ -64,6 +74,26 @@ private[deltareplay] final case class TableMeta(
 }
 
 private[deltareplay] object TableMeta {
+
+  /** The metadata key of a Parquet field id in a Spark schema. */
+  private val FieldIdKey = "parquet.field.id"
+
+  /** `schema` without Parquet field ids, at any depth. */
+  def withoutFieldIds(schema: StructType): StructType = {
+    import org.apache.spark.sql.types.{ArrayType, MapType, MetadataBuilder}
+    def clean(t: DataType): DataType = t match {
+      case s: StructType => withoutFieldIds(s)
+      case a: ArrayType => a.copy(elementType = clean(a.elementType))
+      case m: MapType => m.copy(keyType = clean(m.keyType), valueType = clean(m.valueType))
+      case other => other
+    }
+    StructType(schema.fields.map { f =>
+      val metadata =
+        if (!f.metadata.contains(FieldIdKey)) f.metadata
+        else new MetadataBuilder().withMetadata(f.metadata).remove(FieldIdKey).build()
+      f.copy(dataType = clean(f.dataType), metadata = metadata)
+    })
+  }
 
   /** A protocol action of the log. */
   final case class Protocol(
