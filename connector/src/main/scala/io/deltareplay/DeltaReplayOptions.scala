@@ -1,11 +1,18 @@
 package io.deltareplay
 
+import java.util.Locale
+
+import scala.util.Try
+
 /**
- * Read options and session configuration keys of the delta-replay connector.
+ * Read options and session configuration keys of the delta-replay connector: one registry
+ * ([[Settings]]) that names each setting, where it may be given, the values it takes, its default
+ * and what it does. The known-option sets, the defaults, the validation of values and the table in
+ * `docs/configuration.md` all derive from it.
  *
  * Per-read options (`spark.read.format("delta-replay").option(...)`) override session keys
- * (`spark.conf.set("spark.deltareplay....", ...)`), which override the defaults below. Every key is
- * documented in `docs/configuration.md`.
+ * (`spark.conf.set("spark.deltareplay....", ...)`), which override the defaults. A read of
+ * `format("delta-replay")` refuses an option it does not know, naming it.
  *
  * {{{
  *   spark.conf.set(DeltaReplayOptions.ReplayModeKey, "distributed")
@@ -15,144 +22,434 @@ package io.deltareplay
 object DeltaReplayOptions {
   val SessionPrefix = "spark.deltareplay."
 
-  // --- time travel (read options, as delta-spark names them)
+  // --- names (see [[Settings]] for what each does)
   val VersionAsOf = "versionAsOf"
   val TimestampAsOf = "timestampAsOf"
-
-  // --- replay (session keys; also accepted as read options without the prefix)
-  /** `auto` (default), `local` (driver) or `distributed` (Spark job on the executors). */
   val ReplayMode = "replay.mode"
-
-  /** In `auto` mode, logs with more than this many bytes of checkpoint + commits go distributed. */
   val DistributedThresholdBytes = "replay.distributedThresholdBytes"
-
-  /** Partitions of the replay shuffle in distributed mode (0 = Spark's shuffle partitions). */
   val ReplayPartitions = "replay.partitions"
-
-  /**
-   * Distributed mode: the commits after the checkpoint are reconciled on the driver and the
-   * checkpoint is filtered map-side (no shuffle) when they hold at most this many bytes; otherwise
-   * the keyed window replay runs over everything.
-   */
   val TailFastPathMaxBytes = "replay.tailFastPathMaxBytes"
-
-  /**
-   * Distributed mode, a tail over `tailFastPathMaxBytes`: when the commits after the checkpoint
-   * hold at most this many bytes, only they go through the keyed window, and the checkpoint's adds
-   * are kept map-side unless the tail holds their key (its keys broadcast); otherwise every action
-   * of the log is shuffled. 0 = always the whole window.
-   */
   val TailBroadcastMaxBytes = "replay.tailBroadcastMaxBytes"
-
-  /**
-   * Whether `auto` replay keeps the replayed file list of the table version last read (per session,
-   * on the driver) and rolls it forward by the new commits when a newer version is read (default
-   * true).
-   */
   val StateCache = "replay.stateCache.enabled"
-
-  /**
-   * Whether a read with partition or statistics filters that has no index of its table version at
-   * hand, on a log replayed as a Spark job (checkpoint plus a short tail), reads only the
-   * checkpoint adds its filters may match: the filters go into the checkpoint's Parquet read, so
-   * row groups and pages whose `stats_parsed` bounds exclude them are never decoded (default true).
-   * The index of the whole version is then built in the background ([[IndexInBackground]]).
-   */
   val FilterCheckpoint = "replay.filterCheckpoint"
-
-  /**
-   * Whether a read through [[FilterCheckpoint]] reads each checkpoint Parquet file in two passes:
-   * first only the columns its filters use, then all columns of the rows that pass, through the
-   * file's page index (default true). `false`: one pass decodes every column of every row.
-   */
   val CheckpointTwoPass = "replay.filterCheckpoint.twoPass"
-
-  /**
-   * Whether the index of a version first read through [[FilterCheckpoint]] is built in the
-   * background for the reads after it (a Spark job in its own job group; default true, with
-   * [[StateCache]]). Off: the next read that needs the whole index builds it.
-   */
   val IndexInBackground = "index.buildInBackground"
-
-  /**
-   * Session key: whether the commits after a checkpoint are parsed on a background thread as soon
-   * as a DataFrame or stream over a table with no cached index is created, so that its replay finds
-   * them reconciled (default true).
-   */
   val PrefetchTail = "replay.prefetchTail"
-
-  /**
-   * Session key: whether a snapshot's protocol and metadata are taken from the version checksum
-   * file of its version (`NNN.crc`) when the log has one, instead of from its commits and
-   * checkpoint (default true).
-   */
   val UseChecksum = "replay.useChecksum"
-
-  /** Byte budget of the replay state cache (0 = a tenth of the driver's max heap). */
   val StateCacheMaxBytes = "replay.stateCache.maxBytes"
-
-  /** The state cache rolls forward over at most this many bytes of commits (else: full replay). */
   val StateMaxTailBytes = "replay.stateCache.maxTailBytes"
-
-  /**
-   * Whether `count(*)`, and `min`/`max` of integral and date columns, are answered from the log's
-   * statistics without reading data files, when no filter on a data column prevents it (default
-   * true).
-   */
   val MetadataAggregates = "aggregates.fromStats"
-
-  /** Whether min/max/nullCount statistics skip files (default true). */
   val DataSkipping = "skipping.enabled"
-
-  /**
-   * Storage level of a snapshot index kept on the executors (tables too big for the driver, see
-   * [[PlanningMode]]); default `MEMORY_AND_DISK`.
-   */
   val IndexStorageLevel = "index.storageLevel"
-
-  /**
-   * A stream's initial snapshot on the executors is read in slices of this many files, each found
-   * in one pass over the snapshot index (default 50000).
-   */
   val SnapshotSliceFiles = "streaming.snapshotSliceFiles"
-
-  // --- planning (session keys; also accepted as read options without the prefix)
-  /**
-   * Where a batch scan's file list is pruned, skipped and split: `driver` (collected to the driver,
-   * as delta-spark does), `executors` (the list stays on the executors, written as manifest Parquet
-   * files under [[PlanningScratchDir]]; input partitions name a bin of a manifest, so the driver
-   * holds O(input partitions), not O(files)) or `auto` (default: `executors` when the table has at
-   * least [[PlanningExecutorsMinFiles]] files and no replayed state is at hand on the driver).
-   */
+  val SnapshotStorageLevel = "streaming.snapshotStorageLevel"
   val PlanningMode = "planning.mode"
-
-  /**
-   * In `auto` planning, tables with at least this many files (estimated) plan on the executors (0 =
-   * one file per 2 KiB of the driver's max heap: 1M files at 2 GB, 2M at 4 GB).
-   */
   val PlanningExecutorsMinFiles = "planning.executorsMinFiles"
-
-  /**
-   * Directory for the manifests of executor-side planning; must be readable by every executor (the
-   * default file system's `/tmp/delta-replay` by default). Each scan writes its own subdirectory
-   * and deletes it when the scan is garbage-collected or the application ends.
-   */
   val PlanningScratchDir = "planning.scratchDir"
-
-  // --- routing (session key)
-  /** Whether `format("delta")` reads are routed through this connector (default true). */
   val Enabled = "enabled"
-
-  /**
-   * Whether a routed `spark.read.format("delta").load(path)` is resolved to this connector's
-   * relation when the DataFrame is created (default true), without delta-spark loading its own
-   * snapshot of the table for the analysis; `false`: delta-spark resolves it and the connector
-   * takes over when the query runs, as for SQL and catalog reads.
-   */
   val RouteAtLoad = "routeAtLoad"
 
   /** Read option that keeps one `format("delta")` read on delta-spark (value `false`). */
   val RouteOption = "deltareplay.route"
+
+  // --- DeltaSource's streaming options, as delta-spark names them
+  val MaxFilesPerTrigger = "maxFilesPerTrigger"
+  val MaxBytesPerTrigger = "maxBytesPerTrigger"
+  val StartingVersion = "startingVersion"
+  val StartingTimestamp = "startingTimestamp"
+  val IgnoreDeletes = "ignoreDeletes"
+  val IgnoreChanges = "ignoreChanges"
+  val SkipChangeCommits = "skipChangeCommits"
+
+  /** Where a setting may be given. */
+  sealed abstract class Scope(val describe: String) extends Product with Serializable {
+
+    /** Whether a read (`.option(...)`) may give it. */
+    def isReadOption: Boolean = this != Scope.Session
+
+    /** Whether a session key `spark.deltareplay.<name>` may give it. */
+    def isSessionKey: Boolean = this == Scope.ReadAndSession || this == Scope.Session
+  }
+
+  object Scope {
+
+    /** A read option of batch and streaming reads, or a session key. */
+    case object ReadAndSession extends Scope("read option or session key")
+
+    /** A session key only. */
+    case object Session extends Scope("session key")
+
+    /** A read option only. */
+    case object Read extends Scope("read option")
+
+    /** A read option of streams only (DeltaSource's). */
+    case object Stream extends Scope("stream option")
+  }
+
+  /** The values a setting takes; `expected` says them in an error. */
+  sealed abstract class Kind(val expected: String) extends Product with Serializable {
+
+    /** Whether `value` is one of them. */
+    def accepts(value: String): Boolean
+  }
+
+  object Kind {
+    case object Bool extends Kind("true or false") {
+      def accepts(value: String): Boolean =
+        Set("true", "false").contains(value.trim.toLowerCase(Locale.ROOT))
+    }
+
+    /** A whole number of at least `min`. */
+    final case class Whole(min: Long) extends Kind(s"a whole number of at least $min") {
+      def accepts(value: String): Boolean = Try(value.trim.toLong).toOption.exists(_ >= min)
+    }
+
+    /** One of `choices` (any case). */
+    final case class OneOf(choices: String*)
+        extends Kind(choices.init.mkString(", ") + " or " + choices.last) {
+      def accepts(value: String): Boolean = choices.contains(value.trim.toLowerCase(Locale.ROOT))
+    }
+
+    case object StorageLevelName extends Kind("a Spark storage level such as MEMORY_AND_DISK") {
+      def accepts(value: String): Boolean =
+        Try(
+          org.apache.spark.storage.StorageLevel.fromString(value.trim.toUpperCase(Locale.ROOT))
+        ).isSuccess
+    }
+
+    case object Text extends Kind("a non-empty value") {
+      def accepts(value: String): Boolean = value.trim.nonEmpty
+    }
+
+    case object Version extends Kind("a version number") {
+      def accepts(value: String): Boolean = Try(value.trim.toLong).toOption.exists(_ >= 0)
+    }
+
+    /** A timestamp or a date (checked against the table when the read resolves it). */
+    case object Timestamp extends Kind("a timestamp or date") {
+      def accepts(value: String): Boolean = value.trim.nonEmpty
+    }
+
+    /** A version number or `latest`. */
+    case object StartVersion extends Kind("a version number or 'latest'") {
+      def accepts(value: String): Boolean =
+        value.trim.equalsIgnoreCase("latest") || Version.accepts(value)
+    }
+
+    /** A positive number of bytes: `1048576`, `10k`, `64m`, `1g`. */
+    case object Bytes extends Kind("a positive number of bytes (1048576, 64m, 1g, ...)") {
+      def accepts(value: String): Boolean = parseBytes(value).exists(_ > 0)
+    }
+  }
+
+  /**
+   * One setting: its name (a read option as it is; a session key with [[SessionPrefix]]), where it
+   * may be given, its values, its default (None: unset) and a line saying what it does.
+   */
+  final case class Setting(
+      name: String,
+      scope: Scope,
+      kind: Kind,
+      default: Option[String],
+      doc: String
+  ) {
+    def sessionKey: String = SessionPrefix + name
+  }
+
+  private def setting(name: String, scope: Scope, kind: Kind, default: String, doc: String) =
+    Setting(name, scope, kind, Option(default), doc)
+
+  import Kind._
+  import Scope._
+
+  /** Every setting, in the order `docs/configuration.md` lists them. */
+  val Settings: Seq[Setting] = Seq(
+    setting(
+      ReplayMode,
+      ReadAndSession,
+      OneOf("auto", "local", "distributed"),
+      "auto",
+      "Where the log is replayed: on the driver, as a Spark job, or by the log's size."
+    ),
+    setting(
+      DistributedThresholdBytes,
+      ReadAndSession,
+      Whole(0),
+      (16L << 20).toString,
+      "`auto` replay: log bytes above which replay runs as a Spark job."
+    ),
+    setting(
+      ReplayPartitions,
+      ReadAndSession,
+      Whole(0),
+      "0",
+      "Partitions of the keyed-window replay shuffle (0: `spark.sql.shuffle.partitions`)."
+    ),
+    setting(
+      TailFastPathMaxBytes,
+      ReadAndSession,
+      Whole(0),
+      (64L << 20).toString,
+      "Commits after the checkpoint up to this size are reconciled on the driver."
+    ),
+    setting(
+      TailBroadcastMaxBytes,
+      ReadAndSession,
+      Whole(0),
+      (256L << 20).toString,
+      "Bigger tails up to this size go through the keyed window alone (0: shuffle everything)."
+    ),
+    setting(
+      StateCache,
+      ReadAndSession,
+      Bool,
+      "true",
+      "Keep each table's snapshot index and roll it forward by new commits."
+    ),
+    setting(
+      FilterCheckpoint,
+      ReadAndSession,
+      Bool,
+      "true",
+      "A filtered first read reads only the checkpoint adds its filters may match."
+    ),
+    setting(
+      CheckpointTwoPass,
+      ReadAndSession,
+      Bool,
+      "true",
+      "Filtered checkpoint reads decode the filters' columns first, then the matching rows."
+    ),
+    setting(
+      IndexInBackground,
+      ReadAndSession,
+      Bool,
+      "true",
+      "After a filtered first read, build the whole index in the background."
+    ),
+    setting(
+      PrefetchTail,
+      Session,
+      Bool,
+      "true",
+      "Parse the commits after a checkpoint when a DataFrame or stream is created."
+    ),
+    setting(
+      UseChecksum,
+      Session,
+      Bool,
+      "true",
+      "Take protocol and metadata from the version checksum file when there is one."
+    ),
+    setting(
+      StateCacheMaxBytes,
+      ReadAndSession,
+      Whole(0),
+      "0",
+      "Driver heap budget of cached indexes (0: a tenth of the driver's max heap)."
+    ),
+    setting(
+      StateMaxTailBytes,
+      ReadAndSession,
+      Whole(0),
+      (64L << 20).toString,
+      "Roll a cached index forward over at most this many bytes of commits."
+    ),
+    setting(
+      MetadataAggregates,
+      ReadAndSession,
+      Bool,
+      "true",
+      "Answer count/min/max from the log's statistics when no data filter prevents it."
+    ),
+    setting(
+      DataSkipping,
+      ReadAndSession,
+      Bool,
+      "true",
+      "Skip files by their min/max/null-count statistics."
+    ),
+    setting(
+      IndexStorageLevel,
+      ReadAndSession,
+      StorageLevelName,
+      "MEMORY_AND_DISK",
+      "Storage level of a snapshot index kept on the executors."
+    ),
+    setting(
+      PlanningMode,
+      ReadAndSession,
+      OneOf("auto", "driver", "executors"),
+      "auto",
+      "Where the index lives and a batch scan plans: driver, executors, or by table size."
+    ),
+    setting(
+      PlanningExecutorsMinFiles,
+      ReadAndSession,
+      Whole(0),
+      "0",
+      "`auto` planning: tables with this many files plan on the executors (0: 1 per 2 KiB heap)."
+    ),
+    setting(
+      PlanningScratchDir,
+      ReadAndSession,
+      Text,
+      "/tmp/delta-replay",
+      "Directory of executor planning's manifests; every executor must reach it."
+    ),
+    setting(
+      SnapshotSliceFiles,
+      ReadAndSession,
+      Whole(1),
+      "50000",
+      "A stream's initial snapshot on the executors is read in slices of this many files."
+    ),
+    Setting(
+      SnapshotStorageLevel,
+      ReadAndSession,
+      StorageLevelName,
+      None,
+      "Storage level of a stream's snapshot index on the executors (unset: `index.storageLevel`)."
+    ),
+    setting(
+      Enabled,
+      Session,
+      Bool,
+      "true",
+      "With the extension: route `format(\"delta\")`, tables and SQL through this connector."
+    ),
+    setting(
+      RouteAtLoad,
+      Session,
+      Bool,
+      "true",
+      "Resolve `format(\"delta\").load(path)` to this connector when the DataFrame is created."
+    ),
+    Setting(VersionAsOf, Read, Version, None, "Read this table version."),
+    Setting(
+      TimestampAsOf,
+      Read,
+      Timestamp,
+      None,
+      "Read the version that was newest at this timestamp."
+    ),
+    Setting(
+      RouteOption,
+      Read,
+      Bool,
+      None,
+      "`false` keeps one `format(\"delta\")` read on delta-spark."
+    ),
+    setting(
+      MaxFilesPerTrigger,
+      Stream,
+      Whole(1),
+      "1000",
+      "Files admitted per micro-batch."
+    ),
+    Setting(
+      MaxBytesPerTrigger,
+      Stream,
+      Bytes,
+      None,
+      "Bytes admitted per micro-batch (at least one file)."
+    ),
+    Setting(
+      StartingVersion,
+      Stream,
+      StartVersion,
+      None,
+      "Read the changes from this version on (`latest`: only new commits), no snapshot."
+    ),
+    Setting(
+      StartingTimestamp,
+      Stream,
+      Timestamp,
+      None,
+      "Read the changes from the first commit at or after this timestamp."
+    ),
+    setting(IgnoreDeletes, Stream, Bool, "false", "Skip commits that only remove files."),
+    setting(
+      IgnoreChanges,
+      Stream,
+      Bool,
+      "false",
+      "Re-emit the files that change commits add; their removes are ignored."
+    ),
+    setting(
+      SkipChangeCommits,
+      Stream,
+      Bool,
+      "false",
+      "Skip every commit that removes or rewrites data."
+    )
+  )
+
+  private val byName: Map[String, Setting] =
+    Settings.map(s => s.name.toLowerCase(Locale.ROOT) -> s).toMap
+
+  /** The setting called `name` (any case). */
+  def settingNamed(name: String): Option[Setting] = byName.get(name.toLowerCase(Locale.ROOT))
+
+  /** Defaults, by name, of the settings that have one. */
+  val Defaults: Map[String, String] = Settings.flatMap(s => s.default.map(s.name -> _)).toMap
+
+  /** Options every `format("delta-replay")` read may carry besides the settings (Spark's). */
+  val PathOptions: Set[String] = Set("path", "paths")
+
+  /**
+   * Batch read options this connector understands (lower case); others keep a routed read on
+   * delta-spark.
+   */
+  val KnownReadOptions: Set[String] =
+    Settings.filter(s => s.scope.isReadOption && s.scope != Stream).map(_.name).toSet.map {
+      n: String => n.toLowerCase(Locale.ROOT)
+    } ++ PathOptions
+
+  /** Streaming read options this connector understands (lower case), batch ones included. */
+  val KnownStreamOptions: Set[String] =
+    KnownReadOptions ++ Settings.filter(_.scope == Stream).map(_.name.toLowerCase(Locale.ROOT))
+
+  /** The names of a setting family of this connector (`replay.mode` is one of `replay.`). */
+  private val OwnPrefixes =
+    Settings.filter(_.scope.isSessionKey).map(s => s.name.takeWhile(_ != '.') + ".").toSet
+
+  /** Whether `key` looks like one of this connector's settings (`replay.*`, `planning.*`, ...). */
+  def looksOwn(key: String): Boolean =
+    OwnPrefixes.exists(p => key.toLowerCase(Locale.ROOT).startsWith(p.toLowerCase(Locale.ROOT)))
+
+  /** The known setting closest to `key` in spelling, if one is close. */
+  def closest(key: String): Option[String] = {
+    val k = key.toLowerCase(Locale.ROOT)
+    val scored = Settings.map(s => s.name -> distance(k, s.name.toLowerCase(Locale.ROOT)))
+    scored.filter(_._2 <= math.max(2, k.length / 4)).sortBy(_._2).headOption.map(_._1)
+  }
+
+  private def distance(a: String, b: String): Int = {
+    val d =
+      Array.tabulate(a.length + 1, b.length + 1)((i, j) => if (i == 0) j else if (j == 0) i else 0)
+    for (i <- 1 to a.length; j <- 1 to b.length) {
+      val cost = if (a(i - 1) == b(j - 1)) 0 else 1
+      d(i)(j) = math.min(math.min(d(i - 1)(j) + 1, d(i)(j - 1) + 1), d(i - 1)(j - 1) + cost)
+    }
+    d(a.length)(b.length)
+  }
+
+  /** `1048576`, `10k`, `64m`, `1g` (as delta-spark accepts for `maxBytesPerTrigger`). */
+  def parseBytes(value: String): Option[Long] = {
+    val s = value.trim.toLowerCase(Locale.ROOT).stripSuffix("b")
+    val (digits, unit) = s.span(_.isDigit)
+    val scale = unit match {
+      case "" => Some(1L)
+      case "k" => Some(1L << 10)
+      case "m" => Some(1L << 20)
+      case "g" => Some(1L << 30)
+      case "t" => Some(1L << 40)
+      case _ => None
+    }
+    if (digits.isEmpty) None
+    else scale.flatMap(m => Try(Math.multiplyExact(digits.toLong, m)).toOption)
+  }
 
   val ReplayModeKey: String = SessionPrefix + ReplayMode
   val DistributedThresholdBytesKey: String = SessionPrefix + DistributedThresholdBytes
@@ -175,58 +472,4 @@ object DeltaReplayOptions {
   val PlanningModeKey: String = SessionPrefix + PlanningMode
   val PlanningExecutorsMinFilesKey: String = SessionPrefix + PlanningExecutorsMinFiles
   val PlanningScratchDirKey: String = SessionPrefix + PlanningScratchDir
-
-  /** Defaults, by key without prefix. */
-  val Defaults: Map[String, String] = Map(
-    ReplayMode -> "auto",
-    DistributedThresholdBytes -> (16L * 1024 * 1024).toString,
-    ReplayPartitions -> "0",
-    TailFastPathMaxBytes -> (64L * 1024 * 1024).toString,
-    TailBroadcastMaxBytes -> (256L * 1024 * 1024).toString,
-    DataSkipping -> "true",
-    StateCache -> "true",
-    FilterCheckpoint -> "true",
-    CheckpointTwoPass -> "true",
-    IndexInBackground -> "true",
-    StateCacheMaxBytes -> "0",
-    StateMaxTailBytes -> (64L * 1024 * 1024).toString,
-    MetadataAggregates -> "true",
-    IndexStorageLevel -> "MEMORY_AND_DISK",
-    SnapshotSliceFiles -> "50000",
-    PlanningMode -> "auto",
-    PlanningExecutorsMinFiles -> "0",
-    PlanningScratchDir -> "/tmp/delta-replay",
-    Enabled -> "true",
-    RouteAtLoad -> "true",
-    PrefetchTail -> "true",
-    UseChecksum -> "true"
-  )
-
-  /**
-   * Read options this connector understands; any other option sends a routed read to delta-spark.
-   */
-  val KnownReadOptions: Set[String] = Set(
-    VersionAsOf,
-    TimestampAsOf,
-    ReplayMode,
-    DistributedThresholdBytes,
-    ReplayPartitions,
-    TailFastPathMaxBytes,
-    TailBroadcastMaxBytes,
-    DataSkipping,
-    StateCache,
-    FilterCheckpoint,
-    CheckpointTwoPass,
-    IndexInBackground,
-    StateCacheMaxBytes,
-    StateMaxTailBytes,
-    MetadataAggregates,
-    IndexStorageLevel,
-    SnapshotSliceFiles,
-    PlanningMode,
-    PlanningExecutorsMinFiles,
-    PlanningScratchDir,
-    "path",
-    "paths"
-  ).map(_.toLowerCase)
 }

@@ -4,7 +4,7 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.{DeltaReplayTable, Errors, TableSnapshot, TailPrefetch}
+import io.deltareplay.internal.{DeltaReplayTable, Errors, ReadConf, TableSnapshot, TailPrefetch}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
@@ -29,7 +29,7 @@ class DeltaReplaySource extends TableProvider with DataSourceRegister {
   override def shortName(): String = "delta-replay"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    snapshot(options.asScala.toMap).schema
+    snapshot(options.asCaseSensitiveMap().asScala.toMap).schema
 
   override def getTable(
       schema: StructType,
@@ -56,8 +56,14 @@ class DeltaReplaySource extends TableProvider with DataSourceRegister {
 
 private[deltareplay] object DeltaReplaySource {
 
-  /** The snapshot a read with `options` (`path`, time travel) asks for. */
+  /**
+   * The snapshot a read with `options` (`path`, time travel) asks for. The options are checked
+   * first: an option this connector does not take, or a value a setting does not, fails the read
+   * naming the option.
+   */
   def load(spark: SparkSession, options: Map[String, String]): TableSnapshot = {
+    checkOptions(options)
+    ReadConf.validate(spark, options)
     val ci = new CaseInsensitiveStringMap(options.asJava)
     val path = Option(ci.get("path")).getOrElse(throw Errors.noPath())
     val version = Option(ci.get(DeltaReplayOptions.VersionAsOf)).map { v =>
@@ -72,6 +78,19 @@ private[deltareplay] object DeltaReplaySource {
     TailPrefetch.start(spark, snapshot, withStats = true)
     snapshot
   }
+
+  /**
+   * Refuses the options of a `format("delta-replay")` read that this connector does not take (batch
+   * and streaming reads share one source, so a stream's options pass here too): a typo of one of
+   * its settings, or one of delta-spark's options it does not serve, such as `readChangeFeed`,
+   * which `format("delta")` reads through delta-spark.
+   */
+  def checkOptions(options: Map[String, String]): Unit =
+    options.keys.toSeq.sorted.foreach { key =>
+      if (!DeltaReplayOptions.KnownStreamOptions.contains(key.toLowerCase(java.util.Locale.ROOT))) {
+        throw Errors.unknownOption(key, DeltaReplayOptions.closest(key))
+      }
+    }
 
   /** The table a read with `options` reads at `snapshot`. */
   def table(

@@ -325,7 +325,8 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         O.PlanningScratchDir -> (dir.getAbsolutePath + "/scratch")
       )
       val untested = O.KnownReadOptions -- values.keySet.map(_.toLowerCase) --
-        Set(O.VersionAsOf, O.TimestampAsOf, "path", "paths").map(_.toLowerCase)
+        Set(O.VersionAsOf, O.TimestampAsOf, O.RouteOption, O.SnapshotStorageLevel, "path", "paths")
+          .map(_.toLowerCase)
       assert(untested.isEmpty, s"options without a value in this test: $untested")
       val defaults = internal.ReadConf(spark, Map.empty)
       values.foreach { case (key, value) =>

@@ -45,6 +45,16 @@ private[deltareplay] object DeltaAdapter {
       Action.fromJson(meta.metadataJson).asInstanceOf[Metadata]
     )
 
+  /**
+   * Whether delta-spark's `_metadata` of this table has `row_index`: it leaves the field out unless
+   * deletion vectors are readable or row tracking is on (its `DeltaParquetFileFormat`).
+   */
+  def metadataHasRowIndex(meta: TableMeta): Boolean = {
+    val (p, m) = actions(meta)
+    org.apache.spark.sql.delta.commands.DeletionVectorUtils.deletionVectorsReadable(p, m) ||
+    org.apache.spark.sql.delta.RowId.isEnabled(p, m)
+  }
+
   /** The physical (Parquet) schema for a logical schema of a column-mapped table. */
   def physicalSchema(meta: TableMeta, logical: StructType): StructType =
     DeltaColumnMapping.createPhysicalSchema(

@@ -5,6 +5,7 @@ import java.io.FileNotFoundException
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
+import org.apache.spark.internal.Logging
 import org.apache.parquet.hadoop.ParquetInputFormat
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.InternalRow
@@ -17,7 +18,10 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.{
+  PartitionedFile,
+  SchemaColumnConvertNotSupportedException
+}
 import org.apache.spark.sql.execution.datasources.parquet.{
   ParquetOptions,
   ParquetReadSupport,
@@ -43,6 +47,13 @@ import org.apache.spark.util.SerializableConfiguration
  *   the reader's row schema (data columns, row index, partition columns)
  * @param metadata
  *   the fields of `_metadata` the scan returns after the other columns (empty: none)
+ * @param ignoreMissingFiles
+ *   `spark.sql.files.ignoreMissingFiles` when the scan was planned: a data file that is gone when
+ *   its reader opens is skipped (logged), as Spark's file scans and V1 do
+ * @param ignoreCorruptFiles
+ *   `spark.sql.files.ignoreCorruptFiles`: a data file that cannot be opened or read is skipped from
+ *   where it failed (the rows read before stay), as Spark's file scans and V1 do. Log files are
+ *   never read under either setting (docs/correctness.md).
  */
 private[deltareplay] case class DeltaReaderFactory(
     parquet: ParquetPartitionReaderFactory,
@@ -57,8 +68,11 @@ private[deltareplay] case class DeltaReaderFactory(
     outputOrdinals: Array[Int] = null,
     vectorizedRows: Boolean = false,
     manifests: ManifestReader = null,
-    metadata: StructType = new StructType()
-) extends PartitionReaderFactory {
+    metadata: StructType = new StructType(),
+    ignoreMissingFiles: Boolean = false,
+    ignoreCorruptFiles: Boolean = false
+) extends PartitionReaderFactory
+    with Logging {
 
   override def supportColumnarReads(partition: InputPartition): Boolean = columnar
 
@@ -163,23 +177,45 @@ private[deltareplay] case class DeltaReaderFactory(
     }
   }
 
-  /** Opens and reads `file`, turning a missing file into an error that names it. */
+  /**
+   * Opens and reads `file`, turning a missing file into an error that names it; under
+   * `ignoreMissingFiles` / `ignoreCorruptFiles` a file that is gone or unreadable ends early
+   * instead, as Spark's file scans end it.
+   */
   private def guard[T](file: PartitionedFile)(open: => PartitionReader[T]): PartitionReader[T] = {
     def missing(e: Throwable): Boolean =
       Errors.causes(e).exists(_.isInstanceOf[FileNotFoundException])
+    def corrupt(e: Throwable): Boolean = e match {
+      case _: SchemaColumnConvertNotSupportedException => false // a schema error, not the file's
+      case _: RuntimeException | _: java.io.IOException => true
+      case _ => false
+    }
     def rethrow(e: Throwable): Nothing = Errors.storeFailure(table, file.urlEncodedPath, e) match {
       case Some(storeError) => throw storeError
       case None if missing(e) => throw Errors.missingDataFile(table, version, file.urlEncodedPath)
       case None => throw e
     }
+    def skipped(e: Throwable, what: String): PartitionReader[T] = {
+      logWarning(s"Skipped the $what data file ${file.urlEncodedPath} of $table v$version", e)
+      EmptyReader.asInstanceOf[PartitionReader[T]]
+    }
     // what input_file_name() and friends report, as Spark's file scans set it
     SparkBridge.setInputFile(file.urlEncodedPath, file.start, file.length)
     val reader =
       try open
-      catch { case e: Exception => rethrow(e) }
+      catch {
+        case e: Exception if ignoreMissingFiles && missing(e) => skipped(e, "missing")
+        case e: Exception if ignoreCorruptFiles && corrupt(e) => skipped(e, "unreadable")
+        case e: Exception => rethrow(e)
+      }
     new PartitionReader[T] {
       override def next(): Boolean = try reader.next()
-      catch { case e: Exception => rethrow(e) }
+      catch {
+        case e: Exception if ignoreCorruptFiles && corrupt(e) =>
+          logWarning(s"Skipped the rest of the unreadable data file ${file.urlEncodedPath}", e)
+          false
+        case e: Exception => rethrow(e)
+      }
       override def get(): T = reader.get()
       override def close(): Unit = {
         reader.close()
@@ -292,7 +328,9 @@ private[deltareplay] object DeltaReaderFactory {
       columnar = columnar,
       vectorizedRows = !columnar && vectorized,
       manifests = manifests,
-      metadata = metadata
+      metadata = metadata,
+      ignoreMissingFiles = sqlConf.ignoreMissingFiles,
+      ignoreCorruptFiles = sqlConf.ignoreCorruptFiles
     )
   }
 
@@ -326,6 +364,13 @@ private[deltareplay] object DeltaReaderFactory {
     (factory, broadcastConf)
   }
 
+}
+
+/** A reader of nothing: a data file skipped under `ignoreMissingFiles` / `ignoreCorruptFiles`. */
+private[deltareplay] object EmptyReader extends PartitionReader[Nothing] {
+  override def next(): Boolean = false
+  override def get(): Nothing = throw new NoSuchElementException("an empty reader has no row")
+  override def close(): Unit = ()
 }
 
 /** The rows of a columnar reader's batches, one at a time (each row valid until the next). */

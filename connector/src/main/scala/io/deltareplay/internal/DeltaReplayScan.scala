@@ -132,16 +132,16 @@ private[deltareplay] final case class DeltaReplayScan(
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     // the level of the snapshot index the stream keeps; index.storageLevel unless given apart
-    val level = options
-      .collectFirst { case (k, v) if k.equalsIgnoreCase(StreamingStorageLevel) => v }
-      .orElse(spark.conf.getOption("spark.deltareplay." + StreamingStorageLevel))
-      .map(ReadConf.storageLevel(StreamingStorageLevel, _))
+    val setting = io.deltareplay.DeltaReplayOptions
+      .settingNamed(io.deltareplay.DeltaReplayOptions.SnapshotStorageLevel)
+      .get
+    val level = ReadConf
+      .resolve(spark, options, setting)
+      .map(r => ReadConf.storageLevel(r.key, r.value))
       .getOrElse(conf.indexStorageLevel)
     streamed = true
     new DeltaReplayMicroBatchStream(spark, snapshot, StreamOptions(options), conf, level)
   }
-
-  private def StreamingStorageLevel = "streaming.snapshotStorageLevel"
 
   /**
    * The reader factory of the planned scan, made once per plan: Spark asks each copy of its scan

@@ -57,7 +57,7 @@ private[deltareplay] class DeltaReplayTable(
   /** `_metadata`, as Spark's file sources offer it ([[FileMetadata]]). */
   override def metadataColumns(): Array[MetadataColumn] = Array(new MetadataColumn {
     override def name(): String = FileMetadata.Column
-    override def dataType(): DataType = FileMetadata.Type
+    override def dataType(): DataType = FileMetadata.typeOf(snapshot.meta)
     override def isNullable: Boolean = false
   })
 

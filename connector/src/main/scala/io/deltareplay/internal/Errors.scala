@@ -104,6 +104,26 @@ private[deltareplay] object Errors {
   def badOption(key: String, value: String, expected: String): DeltaReplayException =
     bad(s"Invalid value '$value' for $key: expected $expected.")
 
+  /**
+   * An option a `format("delta-replay")` read does not take: a near miss of one of its settings, or
+   * an option of delta-spark's it does not serve.
+   */
+  def unknownOption(key: String, closest: Option[String]): DeltaReplayException = {
+    val lower = key.toLowerCase(java.util.Locale.ROOT)
+    val what =
+      if (lower == "readchangefeed" || lower == "readchangedata") {
+        "reads the change data feed, which this connector does not serve: read it with " +
+          "format(\"delta\") (with the session extension such reads go to delta-spark)"
+      } else
+        closest match {
+          case Some(c) => s"is not an option of this connector: did you mean '$c'?"
+          case None =>
+            "is not an option of this connector: read with format(\"delta\") for delta-spark's " +
+              "options (docs/configuration.md lists this connector's)"
+        }
+    bad(s"Option '$key' $what.")
+  }
+
   def badFunctionCall(name: String, what: String): DeltaReplayException =
     bad(s"$name $what. See DESCRIBE FUNCTION EXTENDED $name.")
 

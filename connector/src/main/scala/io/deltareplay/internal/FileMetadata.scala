@@ -34,12 +34,17 @@ private[deltareplay] object FileMetadata {
   /** The fields this connector can fill. */
   val Supported: Set[String] = ConstantFields.map(_._1).toSet + RowIndex
 
-  /** The full column, as a table offers it (`SupportsMetadataColumns`). */
-  val Type: StructType = StructType(
-    (ConstantFields :+ (RowIndex -> LongType)).map { case (n, t) =>
-      StructField(n, t, nullable = false)
-    }
-  )
+  /**
+   * The full column, as a table offers it (`SupportsMetadataColumns`): the fields delta-spark's
+   * `_metadata` of the same table has (`row_index` only where it offers it) that this connector
+   * fills.
+   */
+  def typeOf(meta: TableMeta): StructType = {
+    val fields =
+      if (DeltaAdapter.metadataHasRowIndex(meta)) ConstantFields :+ (RowIndex -> LongType)
+      else ConstantFields
+    StructType(fields.map { case (n, t) => StructField(n, t, nullable = false) })
+  }
 
   /** Whether every field of a requested `_metadata` struct can be filled. */
   def servable(requested: DataType): Boolean = requested match {

@@ -70,28 +70,49 @@ private[deltareplay] case class ReadConf(
 
 private[deltareplay] object ReadConf {
 
-  def apply(spark: SparkSession, options: Map[String, String]): ReadConf = {
-    val lowerOptions = options.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
-    def get(key: String): String =
-      lowerOptions
-        .get(key.toLowerCase(Locale.ROOT))
-        .orElse(spark.conf.getOption(O.SessionPrefix + key))
-        .getOrElse(O.Defaults(key))
-    def long(key: String): Long =
-      try get(key).trim.toLong
-      catch {
-        case _: NumberFormatException =>
-          throw Errors.badOption(O.SessionPrefix + key, get(key), "a whole number")
+  /**
+   * A setting's value for a read: the read option (any case) > the session key > the default, with
+   * the key it came from as the user wrote it (an error names that key: `replay.mode` for an
+   * option, `spark.deltareplay.replay.mode` for a session key). Checked against the setting's
+   * values.
+   */
+  final case class Resolved(value: String, key: String)
+
+  def resolve(
+      spark: SparkSession,
+      options: Map[String, String],
+      setting: O.Setting
+  ): Option[Resolved] = {
+    val fromOption =
+      if (!setting.scope.isReadOption) None
+      else options.find(_._1.equalsIgnoreCase(setting.name)).map { case (k, v) => Resolved(v, k) }
+    val fromSession =
+      if (!setting.scope.isSessionKey) None
+      else spark.conf.getOption(setting.sessionKey).map(Resolved(_, setting.sessionKey))
+    val found = fromOption.orElse(fromSession)
+    found.foreach { r =>
+      if (!setting.kind.accepts(r.value)) {
+        throw Errors.badOption(r.key, r.value.trim, setting.kind.expected)
       }
-    def bool(key: String): Boolean = get(key).trim.toLowerCase(Locale.ROOT) match {
-      case "true" => true
-      case "false" => false
-      case other => throw Errors.badOption(O.SessionPrefix + key, other, "true or false")
     }
+    found.orElse(setting.default.map(Resolved(_, setting.sessionKey)))
+  }
+
+  /** Checks the value of every setting `options` and the session give (errors name the key). */
+  def validate(spark: SparkSession, options: Map[String, String]): Unit =
+    O.Settings.foreach(s => resolve(spark, options, s))
+
+  def apply(spark: SparkSession, options: Map[String, String]): ReadConf = {
+    def get(name: String): String = {
+      val setting = O.settingNamed(name).getOrElse(sys.error(s"no setting $name"))
+      resolve(spark, options, setting).map(_.value.trim).getOrElse(sys.error(s"no default: $name"))
+    }
+    def long(name: String): Long = get(name).toLong
+    def bool(name: String): Boolean = get(name).toLowerCase(Locale.ROOT) == "true"
     ReadConf(
       replayMode = ReplayMode.parse(get(O.ReplayMode)),
       distributedThresholdBytes = long(O.DistributedThresholdBytes),
-      replayPartitions = long(O.ReplayPartitions).toInt,
+      replayPartitions = math.min(long(O.ReplayPartitions), Int.MaxValue.toLong).toInt,
       tailFastPathMaxBytes = long(O.TailFastPathMaxBytes),
       tailBroadcastMaxBytes = long(O.TailBroadcastMaxBytes),
       dataSkipping = bool(O.DataSkipping),
@@ -105,16 +126,8 @@ private[deltareplay] object ReadConf {
       },
       stateMaxTailBytes = long(O.StateMaxTailBytes),
       metadataAggregates = bool(O.MetadataAggregates),
-      indexStorageLevel = storageLevel(O.IndexStorageLevel, get(O.IndexStorageLevel)),
-      snapshotSliceFiles = long(O.SnapshotSliceFiles) match {
-        case n if n >= 1 && n <= Int.MaxValue => n.toInt
-        case _ =>
-          throw Errors.badOption(
-            O.SessionPrefix + O.SnapshotSliceFiles,
-            get(O.SnapshotSliceFiles),
-            "a positive whole number"
-          )
-      },
+      indexStorageLevel = storageLevel(O.IndexStorageLevelKey, get(O.IndexStorageLevel)),
+      snapshotSliceFiles = math.min(long(O.SnapshotSliceFiles), Int.MaxValue.toLong).toInt,
       planningMode = PlanningMode.parse(get(O.PlanningMode)),
       executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {
         // one file per 2 KiB of heap: about where collecting (retained list, split objects and
@@ -122,7 +135,7 @@ private[deltareplay] object ReadConf {
         case 0L => Runtime.getRuntime.maxMemory() / 2048
         case n => n
       },
-      scratchDir = get(O.PlanningScratchDir).trim
+      scratchDir = get(O.PlanningScratchDir)
     )
   }
 
@@ -132,11 +145,7 @@ private[deltareplay] object ReadConf {
     try StorageLevel.fromString(v)
     catch {
       case _: IllegalArgumentException =>
-        throw Errors.badOption(
-          O.SessionPrefix + key,
-          v,
-          "a Spark storage level such as MEMORY_AND_DISK"
-        )
+        throw Errors.badOption(key, v, O.Kind.StorageLevelName.expected)
     }
   }
 

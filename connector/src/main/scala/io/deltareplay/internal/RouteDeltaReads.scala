@@ -35,7 +35,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
  * commands (writes keep delta-spark's plans), reads with options this connector does not implement,
  * reads marked `deltareplay.route=false`, and everything when `spark.deltareplay.enabled=false`.
  */
-private[deltareplay] object RouteDeltaReads {
+private[deltareplay] object RouteDeltaReads extends Logging {
 
   /** The user's read options, tagged on delta-spark's DSv2 relation before it is converted. */
   val ReadOptionsTag: TreeNodeTag[Map[String, String]] = TreeNodeTag("deltareplay.readOptions")
@@ -60,8 +60,25 @@ private[deltareplay] object RouteDeltaReads {
     val optedOut = lower
       .get(DeltaReplayOptions.RouteOption.toLowerCase(Locale.ROOT))
       .exists(_.trim.equalsIgnoreCase("false"))
-    !optedOut && (lower.keySet -- known).isEmpty
+    val unknown = options.keys.filterNot(k => known.contains(k.toLowerCase(Locale.ROOT)))
+    unknown.filter(DeltaReplayOptions.looksOwn).foreach(warnOnce)
+    !optedOut && unknown.isEmpty
   }
+
+  private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+
+  /**
+   * Says once per option name that a read's option looks like one of this connector's settings but
+   * is none (delta-spark, which reads it then, ignores options it does not know).
+   */
+  private def warnOnce(key: String): Unit =
+    if (warned.add(key.toLowerCase(Locale.ROOT))) {
+      val hint = DeltaReplayOptions.closest(key).fold("")(c => s" (did you mean '$c'?)")
+      logWarning(
+        s"Read option '$key' is not a delta-replay setting$hint: the read is left to " +
+          "delta-spark, which ignores it. docs/configuration.md lists the settings."
+      )
+    }
 }
 
 /**

@@ -46,10 +46,8 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
 private[deltareplay] object RouteDeltaStreams {
 
   /** Whether a stream with `options` may be routed: no opt-out, no option unknown here. */
-  def routable(options: Map[String, String]): Boolean = RouteDeltaReads.routable(
-    options,
-    DeltaReplayOptions.KnownReadOptions ++ StreamOptions.Known + "streaming.snapshotstoragelevel"
-  )
+  def routable(options: Map[String, String]): Boolean =
+    RouteDeltaReads.routable(options, DeltaReplayOptions.KnownStreamOptions)
 
   /**
    * The newest snapshot of the table a stream reads, its commit tail parsed ahead of the stream's

@@ -18,24 +18,14 @@ private[deltareplay] case class StreamOptions(
 )
 
 private[deltareplay] object StreamOptions {
-  val MaxFilesPerTrigger = "maxFilesPerTrigger"
-  val MaxBytesPerTrigger = "maxBytesPerTrigger"
-  val StartingVersion = "startingVersion"
-  val StartingTimestamp = "startingTimestamp"
-  val IgnoreDeletes = "ignoreDeletes"
-  val IgnoreChanges = "ignoreChanges"
-  val SkipChangeCommits = "skipChangeCommits"
-
-  /** Streaming options this connector implements; others keep a routed stream on delta-spark. */
-  val Known: Set[String] = Set(
-    MaxFilesPerTrigger,
-    MaxBytesPerTrigger,
-    StartingVersion,
-    StartingTimestamp,
-    IgnoreDeletes,
-    IgnoreChanges,
-    SkipChangeCommits
-  ).map(_.toLowerCase(Locale.ROOT))
+  import io.deltareplay.{DeltaReplayOptions => O}
+  val MaxFilesPerTrigger: String = O.MaxFilesPerTrigger
+  val MaxBytesPerTrigger: String = O.MaxBytesPerTrigger
+  val StartingVersion: String = O.StartingVersion
+  val StartingTimestamp: String = O.StartingTimestamp
+  val IgnoreDeletes: String = O.IgnoreDeletes
+  val IgnoreChanges: String = O.IgnoreChanges
+  val SkipChangeCommits: String = O.SkipChangeCommits
 
   val DefaultMaxFiles = 1000
 
@@ -103,20 +93,6 @@ private[deltareplay] object StreamOptions {
         .eval()
     ).map(_.asInstanceOf[Long])
 
-  /** `1048576`, `10k`, `64m`, `1g` (as delta-spark accepts for maxBytesPerTrigger). */
-  private def parseBytes(v: String): Long = {
-    val s = v.toLowerCase(Locale.ROOT).stripSuffix("b")
-    val (digits, unit) = s.span(_.isDigit)
-    val base = digits.toLong
-    val scale = unit match {
-      case "" => 1L
-      case "k" => 1L << 10
-      case "m" => 1L << 20
-      case "g" => 1L << 30
-      case "t" => 1L << 40
-      case _ => throw new NumberFormatException(v)
-    }
-    try Math.multiplyExact(base, scale)
-    catch { case _: ArithmeticException => throw new NumberFormatException(v) }
-  }
+  private def parseBytes(v: String): Long =
+    O.parseBytes(v).getOrElse(throw new NumberFormatException(v))
 }

@@ -32,7 +32,7 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     assert(ReadConf(spark, Map(O.SnapshotSliceFiles -> "12")).snapshotSliceFiles === 12)
   }
 
-  test("a bad value fails naming the key, the value and what is expected") {
+  test("a bad value fails naming the option as passed (or the session key), the value, the rule") {
     Seq(
       O.ReplayMode -> "sometimes",
       O.PlanningMode -> "cloud",
@@ -41,25 +41,40 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
       O.IndexStorageLevel -> "FAST",
       O.SnapshotSliceFiles -> "0"
     ).foreach { case (key, value) =>
-      val e = intercept[DeltaReplayException](ReadConf(spark, Map(key -> value)))
-      assert(e.getMessage.contains(O.SessionPrefix + key), e.getMessage)
+      val e = intercept[DeltaReplayException](ReadConf(spark, Map(key.toUpperCase -> value)))
+      assert(e.getMessage.contains(s"for ${key.toUpperCase}:"), e.getMessage)
+      assert(!e.getMessage.contains(O.SessionPrefix), e.getMessage)
       assert(e.getMessage.toLowerCase.contains(value.toLowerCase), e.getMessage)
+      withSession(key, value) {
+        val s = intercept[DeltaReplayException](ReadConf(spark, Map.empty))
+        assert(s.getMessage.contains(O.SessionPrefix + key), s.getMessage)
+      }
+    }
+    // out of range: negative counts and sizes
+    Seq(O.ReplayPartitions, O.DistributedThresholdBytes, O.PlanningExecutorsMinFiles).foreach {
+      key =>
+        val e = intercept[DeltaReplayException](ReadConf(spark, Map(key -> "-3")))
+        assert(e.getMessage.contains("at least 0"), e.getMessage)
     }
   }
 
   test(
     "every setting has a default, a session key, and is a read option (session-only ones excepted)"
   ) {
-    val keys = O.Defaults.keySet
+    val keys = O.Settings.map(_.name).toSet
     assert(keys.map(_.toLowerCase).size === keys.size) // one spelling each
     assert(
-      O.KnownReadOptions === (keys - O.Enabled - O.RouteAtLoad - O.PrefetchTail - O.UseChecksum ++ Set(
-        O.VersionAsOf,
-        O.TimestampAsOf,
-        "path",
-        "paths"
-      )).map(_.toLowerCase)
+      O.KnownReadOptions === O.Settings
+        .filter(s => s.scope == O.Scope.ReadAndSession || s.scope == O.Scope.Read)
+        .map(_.name.toLowerCase)
+        .toSet ++ Set("path", "paths")
     )
+    assert(
+      O.Settings.filter(_.scope == O.Scope.Session).map(_.name).toSet ===
+        Set(O.Enabled, O.RouteAtLoad, O.PrefetchTail, O.UseChecksum)
+    )
+    // every setting with a default accepts it
+    O.Settings.foreach(s => s.default.foreach(d => assert(s.kind.accepts(d), s)))
     assert(
       O.EnabledKey === "spark.deltareplay.enabled" && O.PlanningModeKey === "spark.deltareplay.planning.mode"
     )
@@ -113,10 +128,7 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
       O.MetadataAggregates -> "1"
     ).foreach { case (key, value) =>
       val e = intercept[DeltaReplayException.BadOption](ReadConf(spark, Map(key -> value)))
-      assert(
-        e.getMessage.contains(O.SessionPrefix + key) && e.getMessage.contains(value),
-        e.getMessage
-      )
+      assert(e.getMessage.contains(s"for $key:") && e.getMessage.contains(value), e.getMessage)
     }
     withSession(O.PlanningMode, "cloud") {
       val e = intercept[DeltaReplayException.BadOption](ReadConf(spark, Map.empty))
