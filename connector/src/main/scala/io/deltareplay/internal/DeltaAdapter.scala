@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.delta.{
   DeltaColumnMapping,
   DeltaColumnMappingMode,
+  DeltaErrors,
   DeltaLog,
   DeltaTableUtils
 }
@@ -157,65 +158,101 @@ private[deltareplay] object DeltaAdapter {
       .version
 
   /** What a streaming read does at a metadata action of a later commit. */
-  sealed trait StreamSchemaChange
-  object StreamSchemaChange {
-
-    /** The rows can still be read with the stream's schema: go on. */
-    case object Compatible extends StreamSchemaChange
-
-    /** Stop; a restart reads the new schema. */
-    case object Retryable extends StreamSchemaChange
-
-    /** Stop; a restart cannot follow (a column renamed or dropped, an incompatible type). */
-    case object NonRetryable extends StreamSchemaChange
-  }
-
   /**
-   * How delta-spark's DeltaSource (without schema tracking) treats `newMeta` met in a commit while
-   * streaming with `readSchema` since `startMeta`: its own checks, with the session's settings
-   * (column-mapping renames and drops block; then read compatibility decides).
+   * Checks the schema a stream meets (`meta`, at `version`: a commit's metaData, or the table at
+   * the stream's start offset when `atStart`) as delta-spark's DeltaSource without schema tracking
+   * checks it, and stops the stream with DeltaSource's own error (same condition, same message)
+   * where it would: another table id; a column-mapping rename or drop, or a widening type change
+   * DeltaSource tracks (`DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG`); a schema the
+   * stream cannot read its files with (`DELTA_SCHEMA_CHANGED_WITH_VERSION`, retryable when a
+   * restart with the new schema can go on). `initMeta` and `initVersion` are the table when the
+   * stream was created, `readSchema` the stream's columns; a change before `initVersion` is a
+   * backfill, compared the other way round.
    */
-  def streamSchemaChange(
+  def checkStreamSchema(
       spark: SparkSession,
-      startMeta: TableMeta,
-      newMeta: TableMeta,
-      readSchema: StructType
-  ): StreamSchemaChange = {
+      initMeta: TableMeta,
+      initVersion: Long,
+      meta: TableMeta,
+      version: Long,
+      readSchema: StructType,
+      atStart: Boolean,
+      startingOption: Boolean
+  ): Unit = {
     import org.apache.spark.sql.delta.sources.DeltaStreamUtils
     import org.apache.spark.sql.delta.TypeWidening
+    val (initProtocol, initMetadata) = actions(initMeta)
+    val (_, metadata) = actions(meta)
     val opts = DeltaStreamUtils.SchemaReadOptions.fromSparkSession(
       spark,
-      isStreamingFromColumnMappingTable = startMeta.usesColumnMapping,
-      isTypeWideningSupportedInProtocol = TypeWidening.isSupported(actions(newMeta)._1)
+      isStreamingFromColumnMappingTable = initMeta.usesColumnMapping,
+      isTypeWideningSupportedInProtocol = TypeWidening.isSupported(initProtocol)
     )
-    val (_, startMetadata) = actions(startMeta)
-    val (newProtocol, newMetadata) = actions(newMeta)
-    val columnMappingChange = !opts.allowUnsafeStreamingReadOnColumnMappingSchemaChanges &&
-      !DeltaColumnMapping.hasNoColumnMappingSchemaChanges(
-        newMetadata,
-        startMetadata,
-        opts.allowUnsafeStreamingReadOnPartitionColumnChanges
+    val backfilling = version < initVersion
+    val (newMetadata, oldMetadata) =
+      if (backfilling) (initMetadata, metadata) else (metadata, initMetadata)
+    if (newMetadata.id != oldMetadata.id) {
+      throw DeltaErrors.differentDeltaTableReadByStreamingSource(newMetadata.id, oldMetadata.id)
+    }
+    val tracked =
+      if (
+        opts.typeWideningEnabled && opts.enableSchemaTrackingForTypeWidening &&
+        TypeWidening.containsWideningTypeChanges(oldMetadata.schema, newMetadata.schema)
+      ) true
+      else if (opts.allowUnsafeStreamingReadOnColumnMappingSchemaChanges) false
+      else
+        !DeltaColumnMapping.hasNoColumnMappingSchemaChanges(
+          newMetadata,
+          oldMetadata,
+          opts.allowUnsafeStreamingReadOnPartitionColumnChanges
+        )
+    if (tracked) {
+      throw DeltaErrors.blockStreamingReadsWithIncompatibleNonAdditiveSchemaChanges(
+        spark,
+        oldMetadata.schema,
+        newMetadata.schema,
+        detectedDuringStreaming = !atStart
       )
-    if (columnMappingChange) StreamSchemaChange.NonRetryable
-    else {
+    }
+    if (
+      !atStart || !opts.forceEnableStreamingReadOnReadIncompatibleSchemaChangesDuringStreamStart
+    ) {
       val (newParts, oldParts) =
         if (opts.allowUnsafeStreamingReadOnPartitionColumnChanges) (Nil, Nil)
-        else (newMeta.partitionColumns, startMeta.partitionColumns)
+        else (newMetadata.partitionColumns, oldMetadata.partitionColumns)
       val result = DeltaStreamUtils.checkSchemaChangesWhenNoSchemaTracking(
-        newMeta.schema,
+        metadata.schema,
         readSchema,
         newParts,
         oldParts,
-        backfilling = false,
+        backfilling,
         opts
       )
-      if (DeltaStreamUtils.SchemaCompatibilityResult.isCompatible(result)) {
-        StreamSchemaChange.Compatible
-      } else if (DeltaStreamUtils.SchemaCompatibilityResult.isRetryableIncompatible(result)) {
-        StreamSchemaChange.Retryable
-      } else StreamSchemaChange.NonRetryable
+      if (!DeltaStreamUtils.SchemaCompatibilityResult.isCompatible(result)) {
+        throw DeltaErrors.schemaChangedException(
+          readSchema,
+          metadata.schema,
+          DeltaStreamUtils.SchemaCompatibilityResult.isRetryableIncompatible(result),
+          Some(version),
+          startingOption
+        )
+      }
     }
   }
+
+  /**
+   * DeltaSource's error for a commit that removes data a stream of appends cannot follow: only
+   * removes (`DELTA_SOURCE_IGNORE_DELETE`, which `ignoreDeletes` lets pass) or rewrites
+   * (`DELTA_SOURCE_TABLE_IGNORE_CHANGES`, which `ignoreChanges` or `skipChangeCommits` let pass).
+   */
+  def changeCommitError(
+      version: Long,
+      removedFile: String,
+      tablePath: String,
+      rewrites: Boolean
+  ): Throwable =
+    if (rewrites) DeltaErrors.deltaSourceIgnoreChangesError(version, removedFile, tablePath)
+    else DeltaErrors.deltaSourceIgnoreDeleteError(version, removedFile, tablePath)
 
   /** Whether `plan` is delta-spark's unconverted DSv2 relation of a read. */
   def isDeltaV2Relation(plan: LogicalPlan): Boolean = plan match {
@@ -225,21 +262,17 @@ private[deltareplay] object DeltaAdapter {
 
   /**
    * The first version committed at or after `timestamp` (a stream's `startingTimestamp`), as
-   * delta-spark's streaming source resolves it.
+   * delta-spark's streaming source resolves it; a timestamp after the newest commit fails with its
+   * error (`DELTA_TIMESTAMP_GREATER_THAN_COMMIT`).
    */
-  def firstVersionAtOrAfter(spark: SparkSession, tablePath: Path, timestamp: Timestamp): Long = {
-    val commit = DeltaLog
-      .forTable(spark, tablePath)
-      .history
-      .getActiveCommitAtTime(
-        timestamp,
-        catalogTableOpt = None,
-        canReturnLastCommit = true,
-        mustBeRecreatable = false,
-        canReturnEarliestCommit = true
-      )
-    if (commit.timestamp >= timestamp.getTime) commit.version else commit.version + 1
-  }
+  def firstVersionAtOrAfter(spark: SparkSession, tablePath: Path, timestamp: Timestamp): Long =
+    org.apache.spark.sql.delta.sources.DeltaSource.getStartingVersionFromTimestamp(
+      spark,
+      DeltaLog.forTable(spark, tablePath),
+      None,
+      timestamp,
+      canExceedLatest = false
+    )
 
   /** A delta-spark batch read of a whole table, as the analyzer leaves it. */
   final case class DeltaRead(

@@ -34,7 +34,16 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
   @volatile private var availableNowBound: Option[Long] = None
   @volatile private var lastAdmittedFiles = 0L
 
+  /** The offset this stream starts from when its checkpoint has none (once asked). */
+  @volatile private var initial: Option[StreamOffset] = None
+
   override def initialOffset(): OffsetV2 = {
+    val o = startingOffset()
+    initial = Some(o)
+    o
+  }
+
+  private def startingOffset(): StreamOffset = {
     val id = start.meta.tableId
     options.startingVersion.map(_.toLowerCase(Locale.ROOT)) match {
       case Some("latest") => StreamOffset(id, planner.latestVersion() + 1, StreamOffset.Base, false)
@@ -79,6 +88,7 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
 
   override def latestOffset(startOffset: OffsetV2, limit: ReadLimit): OffsetV2 = {
     val from = offset(startOffset)
+    planner.checkStart(from, fresh = initial.contains(from))
     val (maxFiles, maxBytes) = limits(limit)
     val bound = availableNowBound.getOrElse(planner.latestVersion())
     val (end, admitted) = planner.admit(from, bound, maxFiles, maxBytes)
@@ -100,6 +110,7 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
       startOffset: OffsetV2,
       endOffset: OffsetV2
   ): Array[InputPartition] = {
+    planner.checkStart(offset(startOffset), fresh = initial.contains(offset(startOffset)))
     val files = planner.filesBetween(offset(startOffset), offset(endOffset))
     ScanPlanner.splits(spark, start, files).map(p => p: InputPartition)
   }

@@ -123,6 +123,50 @@ private[deltareplay] class StreamPlanner(
     snapshotItems ++ commitItems
   }
 
+  /**
+   * Stops the stream where DeltaSource would on the schema `m` met at `version` (a commit's, or the
+   * table's at the offset a stream starts from).
+   */
+  private def checkSchema(m: TableMeta, version: Long, atStart: Boolean): Unit =
+    DeltaAdapter.checkStreamSchema(
+      spark,
+      meta,
+      start.version,
+      m,
+      version,
+      start.schema,
+      atStart,
+      startingOption = options.startingVersion.isDefined || options.startingTimestamp.isDefined
+    )
+
+  @volatile private var checkedAtStart = false
+
+  /**
+   * Once, before the first batch: a stream that starts from an offset older than the table it was
+   * created on (a restart, `startingVersion`, `startingTimestamp`) checks the table's schema there
+   * against its own, as DeltaSource does at its start: a column renamed or dropped since then stops
+   * it. "There" is the version the stream's rows so far were read at: for a restart at the start of
+   * version v (everything before it read), v - 1; otherwise (`fresh`, the stream's own starting
+   * offset, or an offset inside a version) the offset's version.
+   */
+  def checkStart(from: StreamOffset, fresh: Boolean): Unit = if (!checkedAtStart) {
+    val at =
+      if (!fresh && !from.initialSnapshot && from.index == StreamOffset.Base) from.version - 1
+      else from.version
+    if (at >= 0 && at < start.version) {
+      val then =
+        try Some(TableSnapshot.load(spark, start.tablePath.toString, Some(at), None))
+        catch {
+          // as DeltaSource: without the table at the offset, a column-mapped table cannot be
+          // checked, so it is not read; other tables go on (each commit is checked as it comes)
+          case scala.util.control.NonFatal(e) if meta.usesColumnMapping => throw e
+          case scala.util.control.NonFatal(_) => None
+        }
+      then.foreach(t => checkSchema(t.meta, at, atStart = true))
+    }
+    checkedAtStart = true
+  }
+
   /** The items of one commit after the change-commit rules. */
   private def commit(version: Long): Seq[Item] = {
     val status = listing.commits.getOrElse(
@@ -134,25 +178,28 @@ private[deltareplay] class StreamPlanner(
     val segment = start.segment.onlyCommits(Seq(status), version)
     val reader = new LogReader(spark, segment)
     reader.commitProtocolAndMetadata().foreach {
-      case Right(m) =>
-        import DeltaAdapter.StreamSchemaChange._
-        DeltaAdapter.streamSchemaChange(spark, meta, meta.withMetadata(m), start.schema) match {
-          case Compatible => ()
-          case Retryable => throw Errors.schemaChangedInStream(start.table, version)
-          case NonRetryable => throw Errors.incompatibleSchemaChangeInStream(start.table, version)
-        }
-      case Left(p) =>
-        DeltaAdapter.checkReadable(start.table, meta.withProtocol(p))
+      case Right(m) => checkSchema(meta.withMetadata(m), version, atStart = false)
+      case Left(p) => DeltaAdapter.checkReadable(start.table, meta.withProtocol(p))
     }
     val actions = reader.commitActions(needStats = false).toSeq
     val adds = actions.filter(a => a.isAdd && a.dataChange)
-    val changes = actions.exists(a => !a.isAdd && a.dataChange)
-    val emitted =
-      if (!changes) adds
-      else if (options.skipChangeCommits) Nil
-      else if (options.ignoreChanges) adds
-      else if (options.ignoreDeletes && adds.isEmpty) Nil
-      else throw Errors.dataChangeInSource(start.table, version)
+    val removed = actions.find(a => !a.isAdd && a.dataChange)
+    // DeltaSource's rules and errors: a commit that only removes passes with ignoreDeletes, one
+    // that also adds (a rewrite) with ignoreChanges (re-emitting its adds); skipChangeCommits skips
+    // either
+    val emitted = removed match {
+      case None => adds
+      case Some(_) if options.skipChangeCommits => Nil
+      case Some(_) if options.ignoreChanges => adds
+      case Some(_) if options.ignoreDeletes && adds.isEmpty => Nil
+      case Some(r) =>
+        throw DeltaAdapter.changeCommitError(
+          version,
+          r.path,
+          start.tablePath.toString,
+          rewrites = adds.nonEmpty
+        )
+    }
     emitted.zipWithIndex.map { case (a, i) =>
       FileItem(StreamOffset(tableId, version, i.toLong, false), keep(toEntry(a.toLiveFile())))
     }
