@@ -473,7 +473,6 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         sql(
           s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.enableInCommitTimestamps' = '$ict')"
         )
-        Thread.sleep(1100)
         append(path, 10, 20)
         val history = spark
           .sql(s"DESCRIBE HISTORY delta.`$path`")

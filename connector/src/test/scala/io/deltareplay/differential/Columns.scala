@@ -6,6 +6,7 @@ import java.time.{LocalDate, LocalDateTime, ZoneOffset}
 
 import scala.util.Random
 
+import org.apache.spark.sql.Row
 import org.apache.spark.sql.types._
 
 /**
@@ -25,6 +26,15 @@ sealed trait ColumnType {
 
   /** Whether `startsWith` / `LIKE 'p%'` apply. */
   def isString: Boolean = false
+
+  /** The type delta-spark's type widening may change this one to (`ALTER ... CHANGE COLUMN`). */
+  def widened: Option[ColumnType] = None
+
+  /** A value of this type as the widened type holds it. */
+  def widen(v: Any): Any = v
+
+  /** Whether the type is a struct, array or map (queried through its parts). */
+  def nested: Boolean = false
 }
 
 object ColumnType {
@@ -37,6 +47,9 @@ object ColumnType {
     val edges: Seq[Any] = Seq(Byte.MinValue, Byte.MaxValue, 0.toByte, 1.toByte, (-1).toByte)
     def random(r: Random): Any = (r.nextInt(256) - 128).toByte
     def literal(v: Any): String = cast(v, ddl)
+    override def widened: Option[ColumnType] = Some(Short_)
+    override def widen(v: Any): Any = v.asInstanceOf[Byte].toShort
+    override val partitionable = false
   }
 
   case object Short_ extends ColumnType {
@@ -44,6 +57,9 @@ object ColumnType {
     val edges: Seq[Any] = Seq(Short.MinValue, Short.MaxValue, 0.toShort, 7.toShort)
     def random(r: Random): Any = (r.nextInt(65536) - 32768).toShort
     def literal(v: Any): String = cast(v, ddl)
+    override def widened: Option[ColumnType] = Some(Int_)
+    override def widen(v: Any): Any = v.asInstanceOf[Short].toInt
+    override val partitionable = false
   }
 
   case object Int_ extends ColumnType {
@@ -51,6 +67,8 @@ object ColumnType {
     val edges: Seq[Any] = Seq(Int.MinValue, Int.MaxValue, 0, 1, -1, 1000)
     def random(r: Random): Any = r.nextInt(2000) - 1000
     def literal(v: Any): String = cast(v, ddl)
+    override def widened: Option[ColumnType] = Some(Long_)
+    override def widen(v: Any): Any = v.asInstanceOf[Int].toLong
   }
 
   case object Long_ extends ColumnType {
@@ -76,6 +94,8 @@ object ColumnType {
     def random(r: Random): Any = (r.nextInt(2000) - 1000) / 8.0f
     def literal(v: Any): String = cast(v, ddl)
     override val partitionable = false
+    override def widened: Option[ColumnType] = Some(Double_)
+    override def widen(v: Any): Any = v.asInstanceOf[Float].toDouble
   }
 
   case object Double_ extends ColumnType {
@@ -115,6 +135,8 @@ object ColumnType {
     def random(r: Random): Any =
       JBigDecimal.valueOf(r.nextInt(200000) - 100000L, math.min(scale, 3)).setScale(scale)
     def literal(v: Any): String = cast(v.asInstanceOf[JBigDecimal].toPlainString, ddl)
+    override def widened: Option[ColumnType] =
+      if (precision <= 36) Some(Decimal_(precision + 2, scale)) else None
   }
 
   case object String_ extends ColumnType {
@@ -141,7 +163,7 @@ object ColumnType {
       val n = r.nextInt(6)
       new String(Array.fill(n)(cps(r.nextInt(cps.length))), 0, n)
     }
-    def literal(v: Any): String = s"'$v'"
+    def literal(v: Any): String = s"'${v.toString.replace("\\", "\\\\").replace("'", "\\'")}'"
     override def isString: Boolean = true
   }
 
@@ -168,6 +190,8 @@ object ColumnType {
     def random(r: Random): Any =
       Date.valueOf(LocalDate.of(1960 + r.nextInt(80), 1, 1).plusDays(r.nextInt(365)))
     def literal(v: Any): String = s"DATE'$v'"
+    override def widened: Option[ColumnType] = Some(TimestampNtz_)
+    override def widen(v: Any): Any = v.asInstanceOf[Date].toLocalDate.atStartOfDay()
   }
 
   case object Timestamp_ extends ColumnType {
@@ -189,7 +213,6 @@ object ColumnType {
       val t = v.asInstanceOf[Timestamp].toInstant.atOffset(ZoneOffset.UTC).toLocalDateTime
       s"TIMESTAMP'${t.format(ColumnType.Micros)}'"
     }
-    override val partitionable = false
   }
 
   case object TimestampNtz_ extends ColumnType {
@@ -202,6 +225,58 @@ object ColumnType {
     def literal(v: Any): String =
       s"TIMESTAMP_NTZ'${v.asInstanceOf[LocalDateTime].format(ColumnType.Micros)}'"
     override val partitionable = false
+  }
+
+  /** A struct of leaf fields (nulls at both levels). */
+  final case class Struct_(fields: Seq[(String, ColumnType)]) extends ColumnType {
+    val ddl: String = fields.map { case (n, t) => s"$n: ${t.ddl}" }.mkString("STRUCT<", ", ", ">")
+    val dataType: DataType = StructType(fields.map { case (n, t) => StructField(n, t.dataType) })
+    val edges: Seq[Any] = Seq(Row.fromSeq(fields.map(_ => null)))
+    def random(r: Random): Any = Row.fromSeq(fields.map { case (_, t) =>
+      if (r.nextInt(5) == 0) null else Values.pick(Values.pool(t, r), r)
+    })
+    def literal(v: Any): String = {
+      val row = v.asInstanceOf[Row]
+      fields.zipWithIndex
+        .flatMap { case ((n, t), i) =>
+          Seq(s"'$n'", if (row.isNullAt(i)) s"CAST(NULL AS ${t.ddl})" else t.literal(row.get(i)))
+        }
+        .mkString("named_struct(", ", ", ")")
+    }
+    override val partitionable = false
+    override def nested: Boolean = true
+  }
+
+  /** An array of a leaf type. */
+  final case class Array_(element: ColumnType) extends ColumnType {
+    val ddl: String = s"ARRAY<${element.ddl}>"
+    val dataType: DataType = ArrayType(element.dataType)
+    val edges: Seq[Any] = Seq(Seq.empty, Seq(null))
+    def random(r: Random): Any = Seq.fill(r.nextInt(3))(Values.pick(Values.pool(element, r), r))
+    def literal(v: Any): String =
+      v.asInstanceOf[Seq[Any]]
+        .map(x => if (x == null) s"CAST(NULL AS ${element.ddl})" else element.literal(x))
+        .mkString("array(", ", ", ")")
+    override val partitionable = false
+    override def nested: Boolean = true
+  }
+
+  /** A map from short strings to a leaf type. */
+  final case class Map_(value: ColumnType) extends ColumnType {
+    val ddl: String = s"MAP<STRING, ${value.ddl}>"
+    val dataType: DataType = MapType(StringType, value.dataType)
+    val keys: Seq[String] = Seq("k", "key two", "")
+    val edges: Seq[Any] = Seq(Map.empty[String, Any])
+    def random(r: Random): Any =
+      r.shuffle(keys).take(r.nextInt(3)).map(k => k -> Values.pick(Values.pool(value, r), r)).toMap
+    def literal(v: Any): String =
+      v.asInstanceOf[Map[String, Any]]
+        .flatMap { case (k, x) =>
+          Seq(s"'$k'", if (x == null) s"CAST(NULL AS ${value.ddl})" else value.literal(x))
+        }
+        .mkString("map(", ", ", ")")
+    override val partitionable = false
+    override def nested: Boolean = true
   }
 
   val all: Seq[ColumnType] = Seq(
@@ -221,5 +296,16 @@ object ColumnType {
     TimestampNtz_
   )
 
-  val partitionTypes: Seq[ColumnType] = Seq(Int_, Long_, String_, Date_, Boolean_, Decimal_(10, 2))
+  /** Types of partition columns: the issue's STRING, DATE, TIMESTAMP, DECIMAL and BOOLEAN. */
+  val partitionTypes: Seq[ColumnType] =
+    Seq(Int_, Long_, String_, Date_, Timestamp_, Boolean_, Decimal_(10, 2))
+
+  /** Nested types: a struct of two leaves, arrays and maps of a leaf. */
+  val nestedTypes: Seq[ColumnType] = Seq(
+    Struct_(Seq("a" -> Int_, "b" -> String_)),
+    Struct_(Seq("x" -> Long_, "d" -> Date_)),
+    Array_(Int_),
+    Array_(String_),
+    Map_(Long_)
+  )
 }

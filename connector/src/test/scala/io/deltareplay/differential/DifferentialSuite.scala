@@ -7,22 +7,125 @@ import org.scalatest.Outcome
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The differential test against delta-spark V1 (see [[Differential]]). By default a short run with
- * fixed seeds (part of `./dev test`): tables from `firstSeed` on until at least `minQueries`
- * queries were answered. The short run is split in two suites, this one and
- * [[DifferentialSecondSuite]], so that `./dev test` runs the halves in two JVMs side by side
- * (build.sbt); together they are the run of seeds 20261124-20261125 and 20261127-20261128, 120
- * queries or more (30 per table, two answers each: the short run fits the test run's time budget; a
- * fuzz run answers many more, in every mode). `./dev fuzz --minutes N [--seed S]` runs this suite
- * for N minutes with fresh seeds and every mode for every query: `testOnly
- * io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`.
+ * The short run of the differential test (part of `./dev test`): a few tables whose shapes together
+ * cover every feature of the generator ([[Feature.all]]), each read after every step of its
+ * history. Split in two suites ([[DifferentialSuite]], [[DifferentialSecondSuite]]) so that
+ * `./dev test` runs the halves in two JVMs side by side (build.sbt).
  */
-class DifferentialSuite extends DifferentialRun(firstSeed = 20261124L, minQueries = 60)
+object ShortRun {
+  import ColumnType._
+  import Tables.Shape
 
-/** The second half of the short run: seeds 20261127 and on (see [[DifferentialSuite]]). */
-class DifferentialSecondSuite extends DifferentialRun(firstSeed = 20261127L, minQueries = 60)
+  /** A table of the short run: its seed and shape, and whether a stream reads it. */
+  final case class Profile(seed: Long, shape: Shape, stream: Boolean) {
 
-abstract class DifferentialRun(firstSeed: Long, minQueries: Int)
+    /** The features this table must exercise (its shape's and what every run does). */
+    def features: Set[String] = {
+      val s = shape
+      Set(
+        Some(Feature.CmName).filter(_ => s.columnMapping == "name"),
+        Some(Feature.CmId).filter(_ => s.columnMapping == "id"),
+        Some(Feature.Dv).filter(_ => s.deletionVectors),
+        Some(Feature.QuotedNames).filter(_ => s.quotedNames),
+        Some(Feature.Nested).filter(_ => s.nested),
+        Some(Feature.GeneratedPartition).filter(_ => s.generatedPartition),
+        Some(Feature.StatsJsonOnly).filter(_ => s.statsJsonOnly),
+        Some(Feature.TimeZone).filter(_ => s.timeZone != "UTC"),
+        Some(Feature.Stream).filter(_ => stream)
+      ).flatten ++ s.partitions.map(Feature.partition) ++ s.include ++
+        Set(Feature.TravelVersion, Feature.TravelTimestamp, Feature.Reused)
+    }
+  }
+
+  val first: Seq[Profile] = Seq(
+    Profile(
+      20261128L,
+      Shape(
+        columnMapping = "name",
+        deletionVectors = true,
+        quotedNames = true,
+        nested = true,
+        partitions = Seq(String_, Date_),
+        generatedPartition = false,
+        statsJsonOnly = false,
+        timeZone = "America/Los_Angeles",
+        steps = 1,
+        include = Seq(
+          Feature.Rename,
+          Feature.DropThenAdd,
+          Feature.Drop,
+          Feature.Merge,
+          Feature.V2,
+          Feature.Cleanup
+        )
+      ),
+      stream = true
+    )
+  )
+
+  val second: Seq[Profile] = Seq(
+    Profile(
+      20261129L,
+      Shape(
+        columnMapping = "id",
+        deletionVectors = true,
+        quotedNames = false,
+        nested = true,
+        partitions = Seq(Boolean_, Int_, Long_),
+        generatedPartition = false,
+        statsJsonOnly = false,
+        timeZone = "UTC",
+        steps = 1,
+        include = Seq(Feature.Delete, Feature.Add, Feature.Optimize, Feature.Classic)
+      ),
+      stream = false
+    ),
+    Profile(
+      20261130L,
+      Shape(
+        columnMapping = "none",
+        deletionVectors = false,
+        quotedNames = true,
+        nested = false,
+        partitions = Seq(Timestamp_, Decimal_(10, 2)),
+        generatedPartition = true,
+        statsJsonOnly = true,
+        timeZone = "Asia/Kolkata",
+        steps = 1,
+        include = Seq(
+          Feature.Widen,
+          Feature.IndexedCols,
+          Feature.MultiPart,
+          Feature.Update,
+          Feature.StatsColumns,
+          Feature.DvLater,
+          Feature.CmLater,
+          Feature.Rename
+        )
+      ),
+      stream = true
+    )
+  )
+}
+
+class DifferentialSuite extends DifferentialRun(ShortRun.first) {
+  test("the short run's tables cover every feature of the generator") {
+    val covered = (ShortRun.first ++ ShortRun.second).flatMap(_.features).toSet
+    assert(Feature.all.filterNot(covered.contains).isEmpty)
+  }
+}
+
+class DifferentialSecondSuite extends DifferentialRun(ShortRun.second)
+
+/**
+ * The differential test against delta-spark V1 (see [[Differential]]). By default the short run of
+ * `profiles` (each table read after each step, then 10 more queries, each answered in `auto` and
+ * in one forced mode in turn). `./dev fuzz --minutes N [--seed S]` runs this suite for N minutes
+ * with fresh seeds, random shapes and every mode for every query (`testOnly
+ * io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`) and prints a summary
+ * block that docs/correctness.md takes as it is.
+ */
+abstract class DifferentialRun(profiles: Seq[ShortRun.Profile])
     extends AnyFunSuite
     with DeltaOracle
     with Differential {
@@ -35,41 +138,48 @@ abstract class DifferentialRun(firstSeed: Long, minQueries: Int)
 
   private def setting(key: String): Option[String] = config.get(key).map(_.toString)
 
-  test(s"generated tables and queries answer as V1 does (seeds from $firstSeed)") {
+  private def commit: String =
+    try {
+      val root = sys.props.getOrElse("deltareplay.test.root", ".")
+      scala.sys.process.Process(Seq("git", "-C", root, "rev-parse", "--short", "HEAD")).!!.trim
+    } catch { case scala.util.control.NonFatal(_) => "unknown" }
+
+  test(s"generated tables and queries answer as V1 does (seeds ${profiles.map(_.seed).mkString(", ")})") {
     withTempDir { dir =>
       val minutes = setting("minutes").map(_.toDouble)
       val started = System.nanoTime()
       def elapsedMinutes = (System.nanoTime() - started) / 6e10
-      val first = setting("seed").map(_.toLong).getOrElse {
-        if (minutes.isDefined) new Random().nextLong() & 0xffffffffL else firstSeed
-      }
       var stats = RunStats.empty
-      var seed = first
-      def more = minutes match {
-        case Some(m) => elapsedMinutes < m
-        case None => stats.queries < minQueries
+      val (first, last) = minutes match {
+        case None =>
+          profiles.foreach { p =>
+            val s = run(dir, p.seed, Some(p.shape), perStep = 1, atEnd = 10, allModes = false,
+              streams = p.stream)
+            s.differences.foreach(d => System.err.println(d.report + "\n"))
+            val missed = p.features.filterNot(s.features.contains)
+            assert(missed.isEmpty, s"seed ${p.seed} did not exercise ${missed.mkString(", ")}")
+            stats = stats + s
+          }
+          (profiles.head.seed, profiles.last.seed)
+        case Some(m) =>
+          val from = setting("seed").map(_.toLong).getOrElse(new Random().nextLong() & 0xffffffffL)
+          var seed = from
+          while (elapsedMinutes < m) {
+            val s = run(dir, seed, None, perStep = 2, atEnd = 20, allModes = true,
+              streams = true)
+            s.differences.foreach(d => System.err.println(d.report + "\n"))
+            stats = stats + s
+            println(f"differential: seed $seed, ${elapsedMinutes * 60}%.0f s: ${stats.summary}")
+            seed += 1
+          }
+          (from, seed - 1)
       }
-      while (more) {
-        val perTable =
-          if (minutes.isDefined) 42 else 30 // the short run: two tables per suite
-        val s =
-          run(dir, seed, queries = perTable, allModes = minutes.isDefined, streams = seed % 3 == 0)
-        stats = stats + s
-        s.differences.foreach(d => System.err.println(d.report + "\n"))
-        if (stats.tables % 5 == 0) {
-          println(f"differential: seed $seed, ${elapsedMinutes * 60}%.0f s: ${stats.summary}")
-        }
-        seed += 1
-      }
-      println(
-        f"differential (first seed $first, last ${seed - 1}, ${elapsedMinutes * 60}%.0f s): " +
-          stats.summary
-      )
+      println(stats.block(first, last, elapsedMinutes * 60, commit))
       println(
         "differential time per part: " +
           timeSpent.toSeq.sortBy(-_._2).map { case (k, v) => f"$k $v%.0f s" }.mkString(", ")
       )
-      assert(stats.queries >= (if (minutes.isDefined) 1 else minQueries), stats.summary)
+      assert(stats.queries > 0, stats.summary)
       assert(stats.differences.isEmpty, stats.differences.map(_.report).mkString("\n\n"))
     }
   }

@@ -67,6 +67,15 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  /** Waits (up to 30 s) until `t` is blocked waiting, not running. */
+  private def awaitBlocked(t: Thread): Unit = {
+    import Thread.State._
+    val deadline = System.nanoTime() + 30L * 1000000000L
+    while (!Set(WAITING, TIMED_WAITING, BLOCKED).contains(t.getState) && System.nanoTime() < deadline)
+      Thread.onSpinWait()
+    assert(Set(WAITING, TIMED_WAITING, BLOCKED).contains(t.getState), s"${t.getName}: ${t.getState}")
+  }
+
   test("a file another thread is reading is read once: the second reader waits for its bytes") {
     withTempDir { dir =>
       val file = new File(dir, f"${5L}%020d.json")
@@ -86,10 +95,10 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       val first = new Thread(() => { CommitTexts.bytes(spark, status)(slowRead()); () })
       first.start()
       started.await()
-      val second = java.util.concurrent.CompletableFuture.supplyAsync(() =>
-        CommitTexts.bytes(spark, status)(slowRead())
-      )
-      Thread.sleep(200) // the second reader is waiting, not reading
+      val second = new java.util.concurrent.FutureTask(() => CommitTexts.bytes(spark, status)(slowRead()))
+      val secondThread = new Thread(second)
+      secondThread.start()
+      awaitBlocked(secondThread) // the second reader is waiting, not reading
       assert(reads.get() == 1 && !second.isDone)
       release.countDown()
       assert(new String(second.get(), "UTF-8").contains("commitInfo"))
@@ -99,19 +108,22 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       // a first read that fails is not the waiting reader's failure: it reads the file itself
       CommitTexts.clear(spark)
       val failing = new java.util.concurrent.CountDownLatch(1)
+      val reading = new java.util.concurrent.CountDownLatch(1)
       val doomed = new Thread(() =>
         try {
           CommitTexts.bytes(spark, status) {
-            started.countDown(); failing.await(); throw new java.io.IOException("gone")
+            reading.countDown(); failing.await(); throw new java.io.IOException("gone")
           }; ()
         } catch { case _: java.io.IOException => () }
       )
       doomed.start()
-      Thread.sleep(100)
-      val waiter = java.util.concurrent.CompletableFuture.supplyAsync(() =>
+      reading.await()
+      val waiter = new java.util.concurrent.FutureTask(() =>
         CommitTexts.bytes(spark, status)(java.nio.file.Files.readAllBytes(file.toPath))
       )
-      Thread.sleep(100)
+      val waiterThread = new Thread(waiter)
+      waiterThread.start()
+      awaitBlocked(waiterThread)
       failing.countDown()
       assert(new String(waiter.get(), "UTF-8").contains("commitInfo"))
       doomed.join()

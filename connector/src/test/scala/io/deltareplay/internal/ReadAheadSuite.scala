@@ -15,11 +15,15 @@ class ReadAheadSuite extends AnyFunSuite {
     val most = new AtomicInteger()
     val threads = new ConcurrentLinkedQueue[String]()
     val items = (1 to 30).toVector
+    // the first two reads wait for each other: they overlap, or the test fails
+    val overlap = new CountDownLatch(2)
     val out = ReadAhead(items, (_: Int) => 1L) { i =>
       val now = running.incrementAndGet()
       most.accumulateAndGet(now, math.max)
       threads.add(Thread.currentThread().getName)
-      Thread.sleep(20L + (i * 7) % 13) // later items may finish first
+      overlap.countDown()
+      assert(overlap.await(30, TimeUnit.SECONDS), "reads did not overlap")
+      if (i % 3 == 0) Thread.`yield`() // later items may finish first
       running.decrementAndGet()
       i * 10
     }.toVector
@@ -34,7 +38,7 @@ class ReadAheadSuite extends AnyFunSuite {
     val big = ReadAhead.MaxBytes
     val out = ReadAhead(Vector(1, 2, 3), (_: Int) => big) { i =>
       most.accumulateAndGet(running.incrementAndGet(), math.max)
-      Thread.sleep(20)
+      Thread.sleep(20) // a window in which a second read, wrongly started, would be counted
       running.decrementAndGet()
       i
     }.toVector
