@@ -2,7 +2,7 @@ package io.deltareplay
 
 import java.io.File
 
-import io.deltareplay.test.DeltaOracle
+import io.deltareplay.test.{DeltaOracle, LocalClusterSparkSession}
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
@@ -14,7 +14,12 @@ import org.scalatest.funsuite.AnyFunSuite
  * own. Both must deliver the same batches (columns and rows), or stop with the same Delta error
  * condition.
  */
-class StreamingChangesSuite extends AnyFunSuite with DeltaOracle {
+class StreamingChangesSuite extends StreamingChangesTests
+
+/** The same streams on `local-cluster`, their batches read in executor JVMs. */
+class StreamingChangesClusterSuite extends StreamingChangesTests with LocalClusterSparkSession
+
+abstract class StreamingChangesTests extends AnyFunSuite with DeltaOracle {
 
   private def sql(s: String): Unit = spark.sql(s).collect()
 

@@ -2,7 +2,7 @@ package io.deltareplay
 
 import java.io.File
 
-import io.deltareplay.test.DeltaOracle
+import io.deltareplay.test.{DeltaOracle, LocalClusterSparkSession}
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.types.{MetadataBuilder, StructType}
 import org.scalatest.funsuite.AnyFunSuite
@@ -13,7 +13,17 @@ import org.scalatest.funsuite.AnyFunSuite
  * the routed `format("delta")` read users make (the replay state cache in `auto` mode) and through
  * `format("delta-replay")` in every forced replay mode.
  */
-class TableChangesSuite extends AnyFunSuite with DeltaOracle {
+class TableChangesSuite extends TableChangesTests
+
+/** The probes on `local-cluster`: replay, planning and reads in executor JVMs. */
+class TableChangesClusterSuite extends TableChangesTests with LocalClusterSparkSession {
+  override protected def probeModes: Seq[String] = Seq("executors")
+}
+
+abstract class TableChangesTests extends AnyFunSuite with DeltaOracle {
+
+  /** The forced modes each probe reads in besides the routed read (auto mode, caches on). */
+  protected def probeModes: Seq[String] = replayModes
 
   private def sql(s: String): Unit = spark.sql(s).collect()
 
@@ -50,7 +60,7 @@ class TableChangesSuite extends AnyFunSuite with DeltaOracle {
   private def assertEverywhere(path: String, queries: (DataFrame => DataFrame)*): Unit =
     queries.foreach { q =>
       assertRoutedSameAsV1(path, q)
-      assertSameAsV1(path, query = q)
+      assertSameAsV1(path, query = q, modes = probeModes)
     }
 
   test("probe 1: DROP then ADD of a column under column mapping, read before and after") {
