@@ -12,9 +12,9 @@ Example::
 
 from __future__ import annotations
 
-from ._versions import VERSION as __version__
 from .read import Reader, connector_available, connector_version, read, scan_metrics
 from .session import configure, connector_jar, local_session
+from .versions import VERSION as __version__
 
 __all__ = [
     "Reader",

@@ -94,7 +94,7 @@ def test_wheel_ships_the_connector_jar(wheel: Path, tmp_path: Path) -> None:
 
 
 def test_one_version_for_wheel_jar_and_package(wheel: Path) -> None:
-    from delta_replay._versions import CONNECTOR_VERSION, VERSION, maven_version
+    from delta_replay.versions import CONNECTOR_VERSION, VERSION, maven_version
 
     assert delta_replay.__version__ == VERSION
     assert wheel.name.startswith(f"delta_replay-{VERSION}-")
