@@ -228,9 +228,21 @@ class CommandRegistry:
         self,
         demo: argparse._SubParsersAction[Any],
         bench: argparse._SubParsersAction[Any],
+        top: argparse._SubParsersAction[Any] | None = None,
     ) -> None:
         self._groups = {"demo": demo, "bench": bench}
+        self._top = top
         self.names: dict[str, set[str]] = {"demo": set(), "bench": set()}
+
+    def add_command(self, name: str, help: str, handler: Handler) -> argparse.ArgumentParser:
+        """Add ``delta-replay NAME``, a command of the library itself (``inspect``)."""
+        if self._top is None:
+            raise RuntimeError("this registry has no top-level commands")
+        parser: argparse.ArgumentParser = self._top.add_parser(
+            name, help=help, description=help, formatter_class=HelpFormatter
+        )
+        parser.set_defaults(handler=handler, command=name, requires=(), install=None)
+        return parser
 
     def add(
         self,
@@ -274,7 +286,7 @@ def _load_plugins(registry: CommandRegistry) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import connect, quickstart
+    from . import connect, inspection, quickstart
 
     parser = ArgumentParser(
         prog="delta-replay",
@@ -284,14 +296,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"delta-replay {VERSION}", help="print the version"
     )
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{demo,bench}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{demo,bench,inspect}")
     demo = groups.add_parser("demo", help="run a workload demo").add_subparsers(
         dest="name", required=True
     )
     bench = groups.add_parser("bench", help="run a benchmark").add_subparsers(
         dest="name", required=True
     )
-    registry = CommandRegistry(demo, bench)
+    registry = CommandRegistry(demo, bench, groups)
+    inspection.register(registry)
     quickstart.register(registry)
     connect.register(registry)
     failed = _load_plugins(registry)

@@ -142,7 +142,7 @@ def test_help_and_version_in_a_clean_venv(clean_venv: Path) -> None:
     for cmd in (("delta-replay", "--help"), ("python", "-m", "delta_replay", "--help")):
         out = _run(clean_venv, *cmd)
         assert out.returncode == 0, out.stderr
-        assert "{demo,bench}" in out.stdout and "--version" in out.stdout
+        assert "{demo,bench,inspect}" in out.stdout and "--version" in out.stdout
         assert "delta-replay-bench package" in out.stdout  # says where the benchmarks are
     out = _run(clean_venv, "python", "-m", "delta_replay", "--version")
     assert out.stdout.strip() == version
