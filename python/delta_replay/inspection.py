@@ -214,7 +214,8 @@ def human(doc: Mapping[str, Any]) -> list[str]:
     lines = [
         f"table       {doc['table']}",
         f"version     {doc['version']}{newest}",
-        f"log         {layout}; {log['commitsAfterCheckpoint']} commits after it",
+        f"log         {layout}; {log['commitsAfterCheckpoint']} commits"
+        + (" after it" if ckpt else ""),
         f"            {log['commitFiles']} commit files in _delta_log (oldest "
         f"v{log['oldestCommit']}); other checkpoints: "
         + (", ".join(f"v{v}" for v in others) if others else "none"),

@@ -449,6 +449,13 @@ def run(namespace: argparse.Namespace) -> int:
         print(markdown({"meta": meta, "rows": merge_rows(prior, rows)}), flush=True)
         if args.out:
             _say("wrote " + ", ".join(str(p) for p in written))
+    from .report import target_tally, targets
+
+    marked = targets(rows)
+    missed = [line for line in marked if ": MISSED)" in line]
+    _say(target_tally(marked))
+    for line in missed:
+        _say(f"MISSED target: {line}")
     failed = failed_cells(rows)
     for line in failed:
         _say(f"FAILED {line}")
