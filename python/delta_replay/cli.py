@@ -258,7 +258,7 @@ class CommandRegistry:
 
         ``requires`` names the Python modules the command imports when it runs (optional
         extras); when one is missing the command stops before it starts and prints
-        ``install`` (e.g. ``pip install 'delta-replay-bench[workloads]'``).
+        ``install`` (e.g. ``pip install './benchmarks[workloads]'``).
         """
         parser: argparse.ArgumentParser = self._groups[group].add_parser(
             name, help=help, description=help, formatter_class=HelpFormatter

@@ -54,9 +54,9 @@ def test_every_command_registers_without_the_extras() -> None:
 
 def test_a_command_names_the_missing_extra() -> None:
     for argv, module, extra in (
-        (("demo", "kafka-merge"), "confluent_kafka", "delta-replay-bench[workloads]"),
-        (("demo", "mor"), "pandas", "delta-replay-bench[workloads]"),
-        (("bench", "replay", "--quick"), "pyarrow", "delta-replay-bench[bench]"),
+        (("demo", "kafka-merge"), "confluent_kafka", "./benchmarks[workloads]"),
+        (("demo", "mor"), "pandas", "./benchmarks[workloads]"),
+        (("bench", "replay", "--quick"), "pyarrow", "./benchmarks[bench]"),
     ):
         out = _cli_without_extras(*argv)
         assert out.returncode == 2, (argv, out.stdout, out.stderr)

@@ -357,7 +357,7 @@ def _consumer_args(parser: argparse.ArgumentParser, idle_polls: int) -> None:
 
 
 KAFKA_MODULES = ("confluent_kafka", "numpy", "pyarrow")
-INSTALL = "pip install 'delta-replay-bench[workloads]'"
+INSTALL = "pip install './benchmarks[workloads]' in a checkout (delta-replay-bench)"
 
 
 def register(registry: CommandRegistry) -> None:

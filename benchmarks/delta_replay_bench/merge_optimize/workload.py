@@ -384,6 +384,6 @@ def register(registry: CommandRegistry) -> None:
         "streaming MERGE with OPTIMIZE beside it on a DV + liquid-clustered table",
         run,
         requires=("faker", "matplotlib"),
-        install="pip install 'delta-replay-bench[workloads]'",
+        install="pip install './benchmarks[workloads]' in a checkout (delta-replay-bench)",
     )
     add_arguments(parser)

@@ -28,7 +28,7 @@ def register(registry: CommandRegistry) -> None:
         "Merge-on-Read: change feed, four view methods, rematerialisation",
         run_demo,
         requires=("pandas", "matplotlib"),
-        install="pip install 'delta-replay-bench[workloads]'",
+        install="pip install './benchmarks[workloads]' in a checkout (delta-replay-bench)",
     )
     demo.add_argument(
         "--work-dir",
@@ -50,7 +50,7 @@ def register(registry: CommandRegistry) -> None:
         "Merge-on-Read vs copy-on-write MERGE: perf-test harness",
         bench,
         requires=("pandas", "matplotlib"),
-        install="pip install 'delta-replay-bench[workloads]'",
+        install="pip install './benchmarks[workloads]' in a checkout (delta-replay-bench)",
     )
     bench_parser.add_argument(
         "--plan", type=existing_file, help="JSON test plan (default: the 1M-row plan)"

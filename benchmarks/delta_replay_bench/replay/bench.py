@@ -480,7 +480,7 @@ def register(registry: CommandRegistry) -> None:
         "log replay and planning cost of every reader, side by side",
         run,
         requires=("pyarrow", "matplotlib", "deltalake"),
-        install="pip install 'delta-replay-bench[bench]'",
+        install="pip install './benchmarks[bench]' in a checkout (delta-replay-bench)",
     )
     parser.add_argument(
         "--quick", action="store_true", help="one JVM, one 10K-file table in a temporary directory"
