@@ -153,23 +153,35 @@ def test_help_and_version_in_a_clean_venv(clean_venv: Path) -> None:
     assert "no command 'bench replay'" in out.stderr and "delta-replay-bench" in out.stderr
 
 
-def test_quickstart_in_a_clean_venv(clean_venv: Path, spark_conf_dir: Path) -> None:
-    """pyspark, py4j and delta-spark (the library's dependencies) and nothing else.
-
-    The JVM gets the test settings of other subprocess sessions (SPARK_CONF_DIR: collector,
-    compiler, interpreted expressions, conftest.SUBPROCESS_CONF); they change the run's CPU, not
-    what it does.
-    """
+@pytest.fixture(scope="module")
+def venv_with_deps(clean_venv: Path) -> Path:
+    """The clean venv plus pyspark, py4j and delta-spark (the library's dependencies) with
+    delta-spark's own (importlib_metadata, zipp: its configure_spark_with_delta_pip needs them),
+    linked from this venv's site-packages (no download), and nothing else."""
     ours = Path(sysconfig.get_paths()["purelib"])
     deps = clean_venv.parent / "deps"
     deps.mkdir(exist_ok=True)
-    for pattern in ("pyspark", "pyspark-*.dist-info", "py4j", "py4j-*.dist-info", "delta"):
+    for pattern in (
+        *("pyspark", "pyspark-*.dist-info", "py4j", "py4j-*.dist-info", "delta"),
+        *("importlib_metadata", "importlib_metadata-*.dist-info", "zipp", "zipp-*.dist-info"),
+    ):
         for found in ours.glob(pattern):
             (deps / found.name).symlink_to(found)
     for found in ours.glob("delta_spark-*.dist-info"):
         (deps / found.name).symlink_to(found)
     [site] = list((clean_venv / "lib").glob("python3*/site-packages"))
     (site / "deps.pth").write_text(f"{deps}\n")
+    return clean_venv
+
+
+def test_quickstart_in_a_clean_venv(venv_with_deps: Path, spark_conf_dir: Path) -> None:
+    """pyspark, py4j and delta-spark (the library's dependencies) and nothing else.
+
+    The JVM gets the test settings of other subprocess sessions (SPARK_CONF_DIR: collector,
+    compiler, interpreted expressions, conftest.SUBPROCESS_CONF); they change the run's CPU, not
+    what it does.
+    """
+    clean_venv = venv_with_deps
     # the main job as the README runs it (default arguments); `./dev test` relies on this run
     out = _run(
         clean_venv,
@@ -180,4 +192,41 @@ def test_quickstart_in_a_clean_venv(clean_venv: Path, spark_conf_dir: Path) -> N
         env={"SPARK_CONF_DIR": str(spark_conf_dir)},
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "[quickstart] delta-replay reads the same" in out.stdout
+    assert "[quickstart] the same rows" in out.stdout
+    assert "delta-spark V1 (deltareplay.route=false)" in out.stdout
+    metrics = dict(
+        line.split()[1:3] for line in out.stdout.splitlines() if line.startswith("[quickstart]   ")
+    )
+    # the query prunes partitions and skips files by statistics
+    live, pruned = int(metrics["liveFiles"]), int(metrics["filesAfterPartitionPruning"])
+    assert live > pruned > int(metrics["filesAfterSkipping"]) > 0, metrics
+
+
+def test_usage_examples_in_a_clean_venv(venv_with_deps: Path, spark_conf_dir: Path) -> None:
+    """docs/usage.md's runnable Python blocks, as a user of the wheel runs them: one script."""
+    from test_docs import python_blocks
+
+    usage = [b.code for b in python_blocks() if b.page.name == "usage.md"]
+    assert len(usage) >= 3
+    script = venv_with_deps.parent / "usage_examples.py"
+    script.write_text("\n\n".join(usage) + "\n")
+    out = _run(
+        venv_with_deps,
+        "python",
+        str(script),
+        timeout=600,
+        env={"SPARK_CONF_DIR": str(spark_conf_dir)},
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "'filesAfterSkipping'" in out.stdout and "DeltaReplayScan" in out.stdout
+
+
+def test_the_connect_extra_keeps_pandas_below_3(wheel: Path) -> None:
+    """PySpark 4.2 warns at every start with pandas 3; pyspark[connect] alone would take it."""
+    with zipfile.ZipFile(wheel) as built:
+        [metadata] = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = built.read(metadata).decode().splitlines()
+    connect = [x for x in lines if x.startswith("Requires-Dist:") and 'extra == "connect"' in x]
+    assert any(x.startswith("Requires-Dist: pyspark[connect]==4.2.0") for x in connect), connect
+    [pandas] = [x for x in connect if x.startswith("Requires-Dist: pandas")]
+    assert "<3" in pandas, pandas
