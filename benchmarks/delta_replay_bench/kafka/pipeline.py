@@ -23,7 +23,6 @@ import argparse
 import hashlib
 import json
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -286,12 +285,10 @@ def run_consumer(args: argparse.Namespace) -> int:
     for name in ("target", "quarantine"):
         path = Path(getattr(args, name))
         if not (path / "_delta_log").is_dir():
-            print(
-                f"{PREFIX} error: --{name} {path} is not a Delta table: build the tables first "
-                "(delta-replay demo kafka-merge --work-dir DIR creates them)",
-                file=sys.stderr,
+            raise UsageError(
+                f"--{name} {path} is not a Delta table: build the tables first "
+                "(delta-replay demo kafka-merge --work-dir DIR creates them)"
             )
-            return 2
     anchor = args.checkpoint if args.mode == "stream" else args.target
     cfg = ConsumerConfig(
         bootstrap=args.bootstrap,
