@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -358,7 +359,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # SIGTERM as an exception in the main thread (signal handlers can only be set there)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         result = args.handler(args)
     except ModuleNotFoundError as error:
@@ -378,7 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"delta-replay {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
     return int(result or 0)
 
 
