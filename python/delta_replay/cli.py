@@ -1,11 +1,18 @@
 """The ``delta-replay`` command line.
 
-Subcommands come in two groups, ``demo`` and ``bench``. The library itself adds
-``demo quickstart``; other packages add theirs through the ``delta_replay.commands``
+``delta-replay inspect PATH`` looks at a table; the other subcommands come in two groups,
+``demo`` and ``bench``. The library itself adds ``inspect``, ``demo quickstart`` and
+``demo connect-server``; other packages add theirs through the ``delta_replay.commands``
 entry-point group, each entry a ``register(registry: CommandRegistry) -> None``
 function (the workload drivers and benchmarks of ``delta-replay-bench``, in
 ``benchmarks/`` of the repository). Nothing here imports pyspark, so ``--help`` and
 ``--version`` work with the library alone.
+
+One tool: a user error (``UsageError``, or a value an argparse type below rejects) ends as
+``delta-replay CMD: message`` with exit code 2 and no traceback; every ``--help`` shows the
+defaults (``HelpFormatter``); SIGTERM, like Ctrl-C, unwinds the command so that it stops
+what it started; a command writes only into a directory it may claim (``claim_work_dir``,
+``refuse_non_empty``).
 """
 
 from __future__ import annotations
