@@ -1,19 +1,12 @@
 """Docs that hold: every relative link in README.md and docs/**/*.md names a file in the repo,
-and every Python block there runs (here or in test_connect.py) or is marked as a fragment."""
+and every Python block there is found, runnable or marked (test_packaging.py runs the
+runnable ones from the wheel in a clean venv, test_connect.py the Connect one)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pytest
-from pyspark.sql import SparkSession
-
-import delta_replay
 
 ROOT = Path(__file__).resolve().parents[2]
 # [text](target) and ![alt](target); the target up to a space or ')'
@@ -54,9 +47,10 @@ def test_the_checker_finds_a_broken_link(tmp_path: Path) -> None:
 
 # -- Python blocks: run here, run elsewhere, or marked as fragments -----------------------------
 #
-# A ```python block in README.md or docs/ is run by this module (the blocks of one page in
-# order, in one namespace, with a temporary working directory), unless an HTML comment on the
-# line before it says otherwise (docs/development.md, "Docs that run"):
+# A ```python block in README.md or docs/ is run by test_packaging.py from the wheel in a clean
+# venv (the blocks of one page in order, as one script, in a temporary working directory),
+# unless an HTML comment on the line before it says otherwise (docs/development.md, "Docs
+# that run"):
 #   <!-- docs-test: fragment (why) -->   not runnable on its own, so not run
 #   <!-- docs-test: connect (...) -->    run by test_connect.py on a Spark Connect client
 MARKER = re.compile(r"^<!-- docs-test: (fragment|connect)\b.*-->$")
@@ -94,7 +88,8 @@ def code_blocks(page: Path) -> list[Block]:
 
 
 def python_blocks(marker: str | None = None) -> list[Block]:
-    """The ```python blocks of README.md and docs/ that carry ``marker`` (None: run here)."""
+    """The ```python blocks of README.md and docs/ that carry ``marker`` (None: the runnable
+    ones, run from the wheel by test_packaging.py)."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     return [
         b
@@ -131,36 +126,3 @@ def test_the_marker_parser(tmp_path: Path) -> None:
         ("python", "connect", "c", 13),
         ("", None, "plain", 16),
     ]
-
-
-def test_docs_python_blocks_run(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every runnable block, page by page, on the test session (the blocks' getOrCreate()
-    returns it); then what the text around them says about their output."""
-    monkeypatch.chdir(tmp_path)
-    pages: dict[Path, list[Block]] = {}
-    for block in python_blocks():
-        pages.setdefault(block.page, []).append(block)
-    assert ROOT / "docs" / "usage.md" in pages
-    outputs: dict[str, str] = {}
-    for page, blocks in pages.items():
-        namespace: dict[str, Any] = {"__name__": "__docs__"}
-        for block in blocks:
-            out = io.StringIO()
-            where = f"{page.relative_to(ROOT)}:{block.line}"
-            with contextlib.redirect_stdout(out):
-                exec(compile(block.code, where, "exec"), namespace)  # noqa: S102
-            outputs[where] = out.getvalue()
-        if page.name == "usage.md":
-            usage = namespace
-    # usage.md: the first block's table, read through the connector with pruning and skipping
-    metrics = delta_replay.scan_metrics(usage["df"])
-    assert len(metrics) == 1 and metrics[0]["filesAfterPartitionPruning"] < metrics[0]["liveFiles"]
-    text = "\n".join(outputs.values())
-    assert "'filesAfterSkipping'" in text  # the printed scan_metrics
-    # EXPLAIN before the query ran shows what replay and skipping did (the text says so)
-    explain = next(v for k, v in outputs.items() if "DeltaReplayScan" in v)
-    assert "live files" in explain and "after skipping" in explain, explain
-    v1 = delta_replay.read(spark, usage["path"], reader="delta").where("day = '1' AND id < 100")
-    assert sorted(usage["df"].collect()) == sorted(v1.collect())
