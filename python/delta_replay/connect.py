@@ -135,7 +135,7 @@ def free_port() -> int:
 
 def register(registry: Any) -> None:
     """``delta-replay demo connect-server``: a local Spark Connect server with the connector."""
-    from .cli import free_port as free_port_arg
+    from .cli_support import free_port as free_port_arg
 
     parser = registry.add(
         "demo",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from .cli import CommandRegistry
+    from .cli_support import CommandRegistry
 
 _CHECKPOINT = re.compile(
     r"^(?P<version>\d{20})\.checkpoint"
@@ -240,7 +240,7 @@ def human(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
-    from .cli import UsageError
+    from .cli_support import UsageError
 
     out = {}
     for value in values:
@@ -272,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
-    from .cli import UsageError
+    from .cli_support import UsageError
     from .session import default_jvm_log, local_session
 
     _quiet_query_context_loggers()
@@ -305,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(registry: CommandRegistry) -> None:
-    from .cli import non_negative_int
+    from .cli_support import non_negative_int
 
     parser = registry.add_command(
         "inspect",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from .cli import CommandRegistry
+    from .cli_support import CommandRegistry
 
 
 # Exit codes: 0 = read through the connector, same rows as delta-spark; 1 = an error (rows
@@ -60,7 +60,7 @@ def metric_lines(metrics: dict[str, Any]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .cli import refuse_non_empty
+    from .cli_support import refuse_non_empty
 
     if args.path:
         refuse_non_empty(args.path, "--path")
@@ -116,7 +116,7 @@ def _run(path: str, commits: int) -> int:
 
 
 def register(registry: CommandRegistry) -> None:
-    from .cli import positive_int
+    from .cli_support import positive_int
 
     parser = registry.add(
         "demo",

@@ -191,7 +191,7 @@ def test_bad_arguments_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> 
 
 def test_every_help_shows_the_defaults() -> None:
     """An option with a default names it in --help; one without says what happens instead."""
-    from delta_replay.cli import HelpFormatter
+    from delta_replay.cli_support import HelpFormatter
 
     missing = []
     for path, action in _options():
@@ -209,7 +209,7 @@ def test_every_help_shows_the_defaults() -> None:
 
 def _metavars() -> dict[str, set[str]]:
     """Every option's metavar(s) as the helps show them, across every command."""
-    from delta_replay.cli import HelpFormatter
+    from delta_replay.cli_support import HelpFormatter
 
     seen: dict[str, set[str]] = {}
     for _, action in _options():
@@ -248,7 +248,12 @@ def test_quickstart_never_writes_into_an_existing_directory(tmp_path: Path) -> N
 
 
 def test_work_dirs_are_new_empty_or_their_own(tmp_path: Path) -> None:
-    from delta_replay.cli import WORK_DIR_MARKER, UsageError, claim_work_dir, refuse_non_empty
+    from delta_replay.cli_support import (
+        WORK_DIR_MARKER,
+        UsageError,
+        claim_work_dir,
+        refuse_non_empty,
+    )
 
     mine = tmp_path / "mine"
     mine.mkdir()

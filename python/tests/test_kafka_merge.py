@@ -455,7 +455,7 @@ def test_cli_and_config_errors(tmp_path: Path) -> None:
         ConsumerConfig("b", "t", "x", "q", "a", mode="batch", checkpoint="c")
     with pytest.raises(ValueError, match="hist_hours"):
         DataSpec(hist_hours=0)
-    from delta_replay.cli import UsageError
+    from delta_replay.cli_support import UsageError
 
     consume = ["demo", "kafka-consume", "--bootstrap", "127.0.0.1:1"]
     consume += ["--target", str(tmp_path), "--quarantine", str(tmp_path)]

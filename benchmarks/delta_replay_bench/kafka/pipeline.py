@@ -34,7 +34,7 @@ from .batch import create_quarantine, create_target
 from .consume import ConsumerConfig, ConsumerResult, consume
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
     from pyspark.sql import SparkSession
 
     from .data import DataSpec
@@ -233,7 +233,7 @@ def _spec(args: argparse.Namespace) -> DataSpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    from delta_replay.cli import refuse_non_empty
+    from delta_replay.cli_support import refuse_non_empty
     from delta_replay.session import local_session
     from delta_replay.versions import KAFKA_SQL_MAVEN
 
@@ -276,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_consumer(args: argparse.Namespace) -> int:
     """``delta-replay demo kafka-consume``: the consumer alone, on an existing topic and table."""
-    from delta_replay.cli import UsageError
+    from delta_replay.cli_support import UsageError
     from delta_replay.session import local_session
     from delta_replay.versions import KAFKA_SQL_MAVEN
 
@@ -321,7 +321,7 @@ def run_consumer(args: argparse.Namespace) -> int:
 
 
 def _consumer_args(parser: argparse.ArgumentParser, idle_polls: int) -> None:
-    from delta_replay.cli import non_negative_int, positive_float, positive_int
+    from delta_replay.cli_support import non_negative_int, positive_float, positive_int
 
     parser.add_argument("--topic", default="temperatures", help="Kafka topic")
     parser.add_argument(
@@ -358,7 +358,7 @@ INSTALL = "pip install './benchmarks[workloads]' in a checkout (delta-replay-ben
 
 
 def register(registry: CommandRegistry) -> None:
-    from delta_replay.cli import non_negative_float, positive_float, positive_int, share
+    from delta_replay.cli_support import non_negative_float, positive_float, positive_int, share
 
     parser = registry.add(
         "demo",

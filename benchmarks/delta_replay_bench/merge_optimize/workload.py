@@ -34,7 +34,7 @@ from .data import (
 )
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
     from pyspark.sql import SparkSession
 
 MODES = ("free", "coordinated")
@@ -132,7 +132,7 @@ def _paths(args: MergeOptimizeConfig, mode: str, workdir: Path, several: bool) -
 
 def _guard_fresh_start(spark: SparkSession, paths: dict[str, str], location: str) -> None:
     """A new stream must start from an empty table: the end check orders writes by event."""
-    from delta_replay.cli import UsageError
+    from delta_replay.cli_support import UsageError
     from delta_replay.read import read
 
     resuming = (Path(paths["checkpoint"]) / "metadata").exists()
@@ -274,7 +274,7 @@ def run_mode(
 
 
 def run(namespace: argparse.Namespace) -> int:
-    from delta_replay.cli import UsageError, claim_work_dir
+    from delta_replay.cli_support import UsageError, claim_work_dir
     from delta_replay.session import local_session
 
     from .report import plot_timeline, summary_lines

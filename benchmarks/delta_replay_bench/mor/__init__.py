@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
 
 
 def register(registry: CommandRegistry) -> None:
-    from delta_replay.cli import existing_file, positive_int
+    from delta_replay.cli_support import existing_file, positive_int
 
     from .demo import run as run_demo
     from .harness import bench

@@ -79,7 +79,7 @@ def run_demo(
 
 
 def run(args: argparse.Namespace) -> int:
-    from delta_replay.cli import claim_work_dir
+    from delta_replay.cli_support import claim_work_dir
     from delta_replay.session import local_session
 
     if args.path:

@@ -77,7 +77,7 @@ def run_plan(
 def bench(args: Any) -> int:
     import tempfile
 
-    from delta_replay.cli import UsageError, claim_work_dir
+    from delta_replay.cli_support import UsageError, claim_work_dir
     from delta_replay.session import local_session
 
     from .prepare import prepare

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from delta_replay.cli import claim_work_dir
+from delta_replay.cli_support import claim_work_dir
 
 from . import store as s3
 from .processes import generate_table, run_job
@@ -35,7 +35,7 @@ from .readers import READERS, STREAM_READERS
 from .report import heap_figure
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
 
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_FILES = 10_000
@@ -465,7 +465,7 @@ def run(namespace: argparse.Namespace) -> int:
 
 
 def register(registry: CommandRegistry) -> None:
-    from delta_replay.cli import (
+    from delta_replay.cli_support import (
         comma_list,
         existing_file,
         non_negative_int,

@@ -30,7 +30,7 @@ from .driver import MARKER, STATE_FILE, STOP_FILE, RunData, StreamsRun, say
 from .schedule import REFERENCE_RATE, REFERENCE_STREAMS, Schedule
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
     from pyspark.sql import SparkSession
 
 SUSTAINED_SHARE = 0.8
@@ -188,7 +188,7 @@ def _schedule(args: argparse.Namespace) -> Schedule:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from delta_replay.cli import UsageError
+    from delta_replay.cli_support import UsageError
     from delta_replay.session import local_session
 
     from . import report
@@ -268,7 +268,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _check_root(root: str) -> Path:
-    from delta_replay.cli import UsageError
+    from delta_replay.cli_support import UsageError
 
     path = Path(root)
     if not (path / MARKER).exists():
@@ -365,7 +365,7 @@ def _drop(args: argparse.Namespace) -> int:
 
 
 def register(registry: CommandRegistry) -> None:
-    from delta_replay.cli import positive_float, positive_int
+    from delta_replay.cli_support import positive_float, positive_int
 
     parser = registry.add(
         "bench", "streams", "many rate streams into Delta on a phased schedule", _run
