@@ -33,15 +33,38 @@ _CHECKPOINT = re.compile(
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 
 
-def _statuses(spark: SparkSession, pattern: str) -> list[tuple[str, int]]:
-    """(file name, bytes) of the files matching a Hadoop glob, in name order."""
+def glob_escape(path: str) -> str:
+    """``path`` with Hadoop's glob characters escaped, to be put before a pattern."""
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", path)
+
+
+def _glob(spark: SparkSession, table: str, pattern: str) -> Any:
+    """The ``FileStatus`` array (JVM side) of ``_delta_log/<pattern>``, sorted by path: Hadoop's
+    glob sorts what it found (``Globber``), and a log's zero-padded names sort by version."""
     from .jvm import hadoop_filesystem
 
-    fs, qualified = hadoop_filesystem(spark, pattern)
+    fs, qualified = hadoop_filesystem(
+        spark, f"{glob_escape(table.rstrip('/'))}/_delta_log/{pattern}"
+    )
     found = fs.globStatus(qualified)
-    if found is None:
-        return []
-    return sorted((s.getPath().getName(), int(s.getLen())) for s in found)
+    return [] if found is None else found
+
+
+def _statuses(spark: SparkSession, table: str, pattern: str) -> list[tuple[str, int]]:
+    """(file name, bytes) of the files matching ``_delta_log/<pattern>``, in name order."""
+    return [(s.getPath().getName(), int(s.getLen())) for s in _glob(spark, table, pattern)]
+
+
+def _commit_files(spark: SparkSession, table: str) -> tuple[int, int | None, int | None]:
+    """How many commit files the log has, and the oldest and newest version among them.
+
+    Counted on the JVM side (a log can hold a hundred thousand commits): three calls."""
+    found = _glob(spark, table, "[0-9]" * 20 + ".json")  # not N.checkpoint.UUID.json
+    n = len(found)
+    if n == 0:
+        return 0, None, None
+    first, last = (_COMMIT.match(found[i].getPath().getName()) for i in (0, n - 1))
+    return n, int(first[1]) if first else None, int(last[1]) if last else None
 
 
 def checkpoints(spark: SparkSession, table: str) -> dict[int, dict[str, Any]]:
@@ -53,7 +76,7 @@ def checkpoints(spark: SparkSession, table: str) -> dict[int, dict[str, Any]]:
     the connector reads wins: V2, then classic, then multi-part.
     """
     by_version: dict[int, list[tuple[re.Match[str], int]]] = {}
-    for name, size in _statuses(spark, f"{table.rstrip('/')}/_delta_log/*.checkpoint*"):
+    for name, size in _statuses(spark, table, "*.checkpoint*"):
         match = _CHECKPOINT.match(name)
         if match:
             by_version.setdefault(int(match["version"]), []).append((match, size))
@@ -150,10 +173,9 @@ def inspect_table(
     layout = checkpoints(spark, path)
     at = int(scan["version"])
     used = max((v for v in layout if v <= at), default=None)
-    commits = [n for n, _ in _statuses(spark, f"{path.rstrip('/')}/_delta_log/*.json")]
-    versions = [int(m[1]) for n in commits if (m := _COMMIT.match(n))]
+    commit_files, oldest, newest_commit = _commit_files(spark, path)
     after = int(m[1]) if (m := re.search(r"\+ (\d+) commits", str(scan["logSegment"]))) else None
-    newest = max([*versions, *layout], default=at)
+    newest = max([v for v in (newest_commit, *layout) if v is not None], default=at)
     doc: dict[str, Any] = {
         "table": scan["table"],
         "version": at,
@@ -163,8 +185,8 @@ def inspect_table(
             "checkpoint": layout.get(used) if used is not None else None,
             "commitsAfterCheckpoint": after,
             "checkpointVersions": sorted(layout),
-            "commitFiles": len(versions),
-            "oldestCommit": min(versions, default=None),
+            "commitFiles": commit_files,
+            "oldestCommit": oldest,
         },
         "files": {"live": scan["liveFiles"], "bytes": live_bytes, "rows": live_rows},
         **_table_facts(table_df),

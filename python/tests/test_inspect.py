@@ -119,7 +119,7 @@ def test_inspect_command_prints_text_and_json(
 
 
 def test_inspect_of_a_v2_checkpoint(spark: SparkSession, tmp_path: Path) -> None:
-    path = str(tmp_path / "v2")
+    path = str(tmp_path / "v2 [x]{y}")  # glob characters in the path are taken literally
     spark.sql(
         f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES "
         "('delta.checkpointPolicy' = 'v2', 'delta.checkpointInterval' = '2')"
@@ -131,6 +131,7 @@ def test_inspect_of_a_v2_checkpoint(spark: SparkSession, tmp_path: Path) -> None
     assert doc["log"]["checkpoint"]["version"] == 2
     assert doc["files"]["live"] == _v1_files(spark, path)
     assert doc["partitionColumns"] == []
+    assert doc["log"]["commitFiles"] == 3 and doc["log"]["oldestCommit"] == 0
 
 
 def test_inspect_user_errors_are_one_line(
