@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
 import signal
 import sys
 import threading
@@ -107,6 +108,14 @@ def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise Terminated
 
 
+class _Py4JInterruptFilter(logging.Filter):
+    """py4j logs, traceback and all, the KeyboardInterrupt (Ctrl-C, or SIGTERM as
+    ``Terminated``) that interrupts a call into the JVM; the command says it once itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "KeyboardInterrupt while sending command" not in record.getMessage()
+
+
 def _missing(modules: Sequence[str]) -> list[str]:
     return [m for m in modules if importlib.util.find_spec(m) is None]
 
@@ -133,6 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    # py4j logs, with tracebacks, what a command reports itself (an interrupted call into the
+    # JVM, a connection closed while Spark stops after Ctrl-C or SIGTERM); errors still reach
+    # the command as exceptions
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    logging.getLogger().addFilter(_Py4JInterruptFilter())  # one of them goes to the root logger
     # SIGTERM as an exception in the main thread (signal handlers can only be set there)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +283,46 @@ def test_work_dirs_are_new_empty_or_their_own(tmp_path: Path) -> None:
     assert refuse_non_empty(tmp_path / "new", "--path") == tmp_path / "new"
     with pytest.raises(UsageError, match="exists and is not empty"):
         refuse_non_empty(fresh, "--path")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_sigterm_stops_a_commands_spark_jvm(spark_conf_dir: Path) -> None:
+    """SIGTERM while `demo quickstart` runs: the command unwinds (Spark stopped), its JVM is
+    gone, one line says so and no traceback is printed; exit code 143."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "delta_replay", "demo", "quickstart"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SPARK_CONF_DIR": str(spark_conf_dir)},
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        for line in proc.stdout:
+            if " up in " in line:  # the session is up, its JVM a child of the command
+                break
+        jvms = _children(proc.pid)
+        assert jvms, "no JVM started"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "delta-replay demo quickstart: terminated (SIGTERM)" in err, err
+    assert "Traceback" not in err, err
+    deadline = time.monotonic() + 30
+    while [p for p in jvms if Path(f"/proc/{p}").exists()] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not [p for p in jvms if Path(f"/proc/{p}").exists()], jvms
