@@ -111,9 +111,19 @@ class Server:
         return found
 
     def stop(self) -> None:
+        """SIGTERM to the command (it stops its JVM); SIGKILL to both if that did not work.
+        The JVM's pid is taken first: once the command is gone it is no longer its child."""
+        jvms = self.children()
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pid in jvms:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
 
 
 def _listening(port: int) -> bool:
@@ -128,8 +138,6 @@ def started(spark_conf_dir: Path) -> Iterator[Server]:
         yield server
     finally:
         server.stop()
-        for pid in server.children():
-            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
