@@ -18,6 +18,7 @@ what it started; a command writes only into a directory it may claim (``claim_wo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import logging
 import signal
@@ -108,6 +109,35 @@ def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise Terminated
 
 
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises Terminated in the main thread (where signal handlers can be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _quiet_py4j() -> Iterator[None]:
+    """No py4j log records, with their tracebacks, of what a command reports itself (a call
+    into the JVM interrupted, a connection closed while Spark stops after Ctrl-C or SIGTERM);
+    errors still reach the command as exceptions."""
+    logger, interrupts = logging.getLogger("py4j"), _Py4JInterruptFilter()
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    logging.getLogger().addFilter(interrupts)  # that one goes to the root logger
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        logging.getLogger().removeFilter(interrupts)
+
+
 class _Py4JInterruptFilter(logging.Filter):
     """py4j logs, traceback and all, the KeyboardInterrupt (Ctrl-C, or SIGTERM as
     ``Terminated``) that interrupts a call into the JVM; the command says it once itself."""
@@ -142,16 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    # py4j logs, with tracebacks, what a command reports itself (an interrupted call into the
-    # JVM, a connection closed while Spark stops after Ctrl-C or SIGTERM); errors still reach
-    # the command as exceptions
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)
-    logging.getLogger().addFilter(_Py4JInterruptFilter())  # one of them goes to the root logger
-    # SIGTERM as an exception in the main thread (signal handlers can only be set there)
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
-        result = args.handler(args)
+        with _sigterm_raises(), _quiet_py4j():
+            result = args.handler(args)
     except ModuleNotFoundError as error:
         print(
             f"delta-replay {args.command}: needs the Python package {error.name}, not installed"
@@ -168,9 +191,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"delta-replay {args.command}: interrupted", file=sys.stderr)
         return INTERRUPTED
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
     return int(result or 0)
 
 

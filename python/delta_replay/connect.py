@@ -160,8 +160,11 @@ def _run(args: Any) -> int:
     if args.print_only:
         print(" ".join(command))
         return 0
+    from .cli_support import UsageError
     from .session import default_jvm_log
 
+    if _listening(args.port):  # the default port is not checked by --port's type
+        raise UsageError(f"port {args.port} on 127.0.0.1 is taken: choose another with --port")
     log = default_jvm_log("connect-server")
     log.parent.mkdir(parents=True, exist_ok=True)
     print(f"[connect-server] starting on sc://127.0.0.1:{args.port} (log: {log}) ...", flush=True)

@@ -326,3 +326,19 @@ def test_sigterm_stops_a_commands_spark_jvm(spark_conf_dir: Path) -> None:
     while [p for p in jvms if Path(f"/proc/{p}").exists()] and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not [p for p in jvms if Path(f"/proc/{p}").exists()], jvms
+
+
+def test_connect_server_on_a_taken_default_port_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from delta_replay.connect import DEFAULT_PORT
+
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", DEFAULT_PORT))
+            taken.listen(1)
+        except OSError:
+            pass  # something else listens there: taken all the same
+        assert main(["demo", "connect-server"]) == 2
+        assert main(["demo", "connect-server", "--print-only"]) == 0  # prints, starts nothing
+    out = capsys.readouterr()
+    assert f"delta-replay demo connect-server: port {DEFAULT_PORT} on 127.0.0.1 is taken" in out.err
+    assert "SparkConnectServer" in out.out
