@@ -1,7 +1,7 @@
 // delta-replay: one module, the DataSourceV2 read connector.
-// Dependency versions live here; python/delta_replay/_versions.py repeats them for the
+// Dependency versions live here; python/delta_replay/versions.py repeats them for the
 // Python side. The project's own version is the other way round: its one source is
-// VERSION in python/delta_replay/_versions.py (wheel, __version__ and this jar).
+// VERSION in python/delta_replay/versions.py (wheel, __version__ and this jar).
 
 val scala213 = "2.13.18" // the scala-library inside pyspark 4.2.0
 val sparkVersion = "4.2.0"
@@ -17,7 +17,7 @@ val awsSdkVersion = "2.35.4" // the SDK version hadoop-aws 3.5.0 is built agains
 
 ThisBuild / organization := "io.deltareplay"
 ThisBuild / version := {
-  val source = (ThisBuild / baseDirectory).value / "python" / "delta_replay" / "_versions.py"
+  val source = (ThisBuild / baseDirectory).value / "python" / "delta_replay" / "versions.py"
   val pep440 = """(?m)^VERSION = "([^"]+)"""".r
     .findFirstMatchIn(IO.read(source))
     .map(_.group(1))

@@ -22,7 +22,7 @@ def build_wheel(
     config_settings: dict[str, Any] | None = None,
     metadata_directory: str | None = None,
 ) -> str:
-    from delta_replay._versions import CONNECTOR_ARTIFACT, CONNECTOR_VERSION
+    from delta_replay.versions import CONNECTOR_ARTIFACT, CONNECTOR_VERSION
 
     jar = _JARS / f"{CONNECTOR_ARTIFACT}-{CONNECTOR_VERSION}.jar"
     if not jar.is_file():

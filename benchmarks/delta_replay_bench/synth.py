@@ -266,8 +266,8 @@ def _protocol_and_metadata(spec: SynthSpec) -> list[dict[str, Any]]:
 
 def _checkpoint(spark: SparkSession, path: str, parts: int, actions: int) -> None:
     """Have delta-spark write the checkpoint of the table's latest version."""
-    from delta_replay._jvm import jsession
-    from delta_replay._jvm import jvm as jvm_of
+    from delta_replay.jvm import jsession
+    from delta_replay.jvm import jvm as jvm_of
 
     jvm = jvm_of(spark)
     conf = spark.conf

@@ -6,15 +6,17 @@ Example::
     import delta_replay
 
     spark = delta_replay.configure(SparkSession.builder.master("local[2]")).getOrCreate()
-    df = delta_replay.read(spark, "/data/events")
+    df = delta_replay.read(spark, path).where("day = '2024-01-02'")  # a Delta table's path
     print(delta_replay.scan_metrics(df))
+    print(delta_replay.inspect_table(spark, path, where="day = '2024-01-02'"))
 """
 
 from __future__ import annotations
 
-from ._versions import VERSION as __version__
+from .inspection import inspect_table
 from .read import Reader, connector_available, connector_version, read, scan_metrics
 from .session import configure, connector_jar, local_session
+from .versions import VERSION as __version__
 
 __all__ = [
     "Reader",
@@ -23,6 +25,7 @@ __all__ = [
     "connector_available",
     "connector_version",
     "connector_jar",
+    "inspect_table",
     "local_session",
     "read",
     "scan_metrics",

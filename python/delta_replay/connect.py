@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .session import server_settings
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -33,28 +35,6 @@ DEFAULT_PORT = 15002
 def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def server_settings(jar: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """The ``--conf`` settings a Spark Connect server needs to serve delta-replay reads.
-
-    ``jar`` defaults to the connector jar this package carries (``connector_jar()``).
-    """
-    from ._versions import DELTA_MAVEN
-    from .session import DELTA_CATALOG, DELTA_EXTENSION, REPLAY_EXTENSION, connector_jar
-
-    found = Path(jar) if jar else connector_jar()
-    if found is None:
-        raise FileNotFoundError(
-            "delta-replay connector jar not found: build it with `./dev build` or set "
-            "DELTA_REPLAY_JAR"
-        )
-    return {
-        "spark.jars": str(found),
-        "spark.jars.packages": DELTA_MAVEN,
-        "spark.sql.extensions": f"{DELTA_EXTENSION},{REPLAY_EXTENSION}",
-        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
-    }
 
 
 def server_command(
@@ -118,16 +98,31 @@ def start_server(
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})},
     )
     deadline = time.monotonic() + timeout
-    while not _listening(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.terminate()
-            tail = Path(log).read_text(errors="replace")[-3000:] if log else "(no log kept)"
-            raise RuntimeError(
-                f"the Spark Connect server did not start on port {port} "
-                f"(exit code {proc.poll()}):\n{tail}"
-            )
-        time.sleep(0.5)
+    try:
+        while not _listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = Path(log).read_text(errors="replace")[-3000:] if log else "(no log kept)"
+                raise RuntimeError(
+                    f"the Spark Connect server did not start on port {port} "
+                    f"(exit code {proc.poll()}):\n{tail}"
+                )
+            time.sleep(0.5)
+    except BaseException:  # a timeout, Ctrl-C or SIGTERM while it starts: stop it
+        stop_server(proc)
+        raise
     return proc
+
+
+def stop_server(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
+    """Stop a server :func:`start_server` started (SIGTERM, then SIGKILL); its exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return int(proc.returncode)
 
 
 def free_port() -> int:
@@ -139,15 +134,18 @@ def free_port() -> int:
 
 
 def register(registry: Any) -> None:
-    """``delta-replay connect-server``: a local Spark Connect server with the connector."""
+    """``delta-replay demo connect-server``: a local Spark Connect server with the connector."""
+    from .cli_support import free_port as free_port_arg
+
     parser = registry.add(
         "demo",
         "connect-server",
-        "start a local Spark Connect server with delta-spark and the connector (Ctrl-C stops it)",
+        "start a local Spark Connect server with delta-spark and the connector (Ctrl-C or "
+        "SIGTERM stops it)",
         _run,
     )
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="port on 127.0.0.1 (default 15002)"
+        "--port", type=free_port_arg, default=DEFAULT_PORT, help="free port on 127.0.0.1"
     )
     parser.add_argument("--master", default="local[2]", help="Spark master of the server")
     parser.add_argument(
@@ -162,15 +160,39 @@ def _run(args: Any) -> int:
     if args.print_only:
         print(" ".join(command))
         return 0
-    print(f"[connect-server] starting on sc://127.0.0.1:{args.port} ...", flush=True)
-    proc = start_server(args.port, master=args.master, log=None)
+    from .cli_support import UsageError
+    from .session import default_jvm_log
+
+    if _listening(args.port):  # the default port is not checked by --port's type
+        raise UsageError(f"port {args.port} on 127.0.0.1 is taken: choose another with --port")
+    log = default_jvm_log("connect-server")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"[connect-server] starting on sc://127.0.0.1:{args.port} (log: {log}) ...", flush=True)
+    try:
+        proc = start_server(args.port, master=args.master, log=log)
+    except RuntimeError as error:
+        print(f"[connect-server] {error}", flush=True)
+        return 1
     print(
         f"[connect-server] listening: SparkSession.builder.remote('sc://127.0.0.1:{args.port}')",
         flush=True,
     )
     try:
         return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait(timeout=60)
-        return 0
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (delta_replay.cli.Terminated)
+        code = stop_server(proc)
+        print(f"[connect-server] stopped (server exit code {code})", flush=True)
+        raise
+
+
+__all__ = [
+    "DEFAULT_PORT",
+    "SERVER_CLASS",
+    "free_port",
+    "is_connect",
+    "register",
+    "server_command",
+    "server_settings",
+    "start_server",
+    "stop_server",
+]

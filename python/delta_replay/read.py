@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-from ._jvm import has_class, jdataframe, jvm
 from .connect import is_connect
+from .jvm import has_class, jdataframe, jvm
 
 Reader = Literal["delta-replay", "delta"]
 

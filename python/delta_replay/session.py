@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-from ._versions import CONNECTOR_ARTIFACT, DELTA_MAVEN
+from .versions import CONNECTOR_ARTIFACT, DELTA_MAVEN
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -138,10 +138,28 @@ def configure(
     return builder
 
 
+def server_settings(jar: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """The ``--conf`` settings a Spark Connect server needs to serve delta-replay reads.
+
+    ``jar`` defaults to the connector jar this package carries (``connector_jar()``).
+    (Also ``delta_replay.connect.server_settings``.)
+    """
+    found = Path(jar) if jar else connector_jar()
+    if found is None:
+        raise FileNotFoundError(
+            "delta-replay connector jar not found: build it with `./dev build` or set "
+            "DELTA_REPLAY_JAR"
+        )
+    return {
+        "spark.jars": str(found),
+        "spark.jars.packages": DELTA_MAVEN,
+        "spark.sql.extensions": f"{DELTA_EXTENSION},{REPLAY_EXTENSION}",
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+    }
+
+
 def _explain_remote(remote: str, connector: bool) -> None:
     """What ``configure()`` says for a Spark Connect builder: the server holds the connector."""
-    from .connect import server_settings
-
     try:
         settings = server_settings() if connector else {}
     except FileNotFoundError:
@@ -237,4 +255,5 @@ __all__ = [
     "configure",
     "connector_jar",
     "local_session",
+    "server_settings",
 ]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from delta_replay._versions import KAFKA_SQL_MAVEN
 from delta_replay.session import local_session
+from delta_replay.versions import KAFKA_SQL_MAVEN
 
 # Test-sized settings of the shared session. delta-spark rebuilds a snapshot's state (the
 # file list MERGE, DELETE, OPTIMIZE, V1 reads and history need) with a shuffle into

@@ -231,8 +231,13 @@ def test_report_says_a_retained_heap_within_the_noise_is_noise() -> None:
     lines = targets([row("delta-replay-auto", -3.2), row("v1", 40.0)])
     heap_line = next(x for x in lines if "retained heap vs V1" in x)
     assert "noise" in heap_line and "-" not in heap_line.split(":")[1], heap_line
+    assert heap_line.endswith("(target <= 0.25x: not measured)"), heap_line
     lines = targets([row("delta-replay-auto", 20.0), row("v1", 40.0)])
-    assert "0.50x" in next(x for x in lines if "retained heap vs V1" in x)
+    heap_line = next(x for x in lines if "retained heap vs V1" in x)
+    assert "0.50x (target <= 0.25x: MISSED)" in heap_line, heap_line
+    lines = targets([row("delta-replay-auto", 20.0), row("v1", 80.0)])
+    heap_line = next(x for x in lines if "retained heap vs V1" in x)
+    assert "0.25x (target <= 0.25x: met)" in heap_line, heap_line
 
 
 def test_report_gives_the_query_and_stream_targets_of_the_routed_reader() -> None:
@@ -264,12 +269,20 @@ def test_report_gives_the_query_and_stream_targets_of_the_routed_reader() -> Non
     ]
     lines = targets(rows)
     first = next(x for x in lines if "first selective query" in x)
-    assert "vs V1: 0.10x" in first and "vs Kernel V2: 0.12x" in first, first
-    assert "delta-rs load + file list: 1.20x" in first, first
-    assert "0.050x" in next(x for x in lines if "the same query again" in x)
-    assert "0.10 s" in next(x for x in lines if "after one new commit" in x)
+    assert "vs V1: 0.10x (target <= 0.2x: met)" in first, first
+    assert "vs Kernel V2: 0.12x (target <= 0.15x: met)" in first, first
+    assert "delta-rs load + file list: 1.20x (target <= 1.0x: MISSED)" in first, first
+    assert "0.050x (target <= 0.5x: met)" in next(x for x in lines if "the same query again" in x)
+    assert "0.10 s (target <= 0.2 s: met)" in next(x for x in lines if "after one new commit" in x)
     stream = next(x for x in lines if "first micro-batch" in x)
-    assert "4.50 s" in stream and "raised: 0.30x" in stream, stream
+    assert "4.50 s (target <= 5 s: met)" in stream, stream
+    assert "raised: 0.30x (target <= 0.3x: met)" in stream, stream
+    # no planning row: those targets are not measured, and the tally counts each kind
+    cold = next(x for x in lines if "cold-table planning vs V1" in x)
+    assert cold.endswith("n/a (target <= 0.5x: not measured)"), cold
+    from delta_replay_bench.replay.report import target_tally
+
+    assert target_tally(lines).startswith("Targets: 7 met, 1 missed, "), target_tally(lines)
     # on the store: the re-plan target is the filtered query's (one LIST, the new commit's GET);
     # the plan of the whole table again is shown beside it
     rows[0]["replan"] = {
@@ -279,6 +292,7 @@ def test_report_gives_the_query_and_stream_targets_of_the_routed_reader() -> Non
     }
     replan = next(x for x in store_targets(rows) if "re-plan" in x)
     assert "0.26 s, 1 / 2 / 1 LIST / HEAD / GET" in replan, replan
+    assert replan.endswith("the new commit's GET: met)"), replan
     assert "the whole table planned again: 2.73 s" in replan, replan
 
 
@@ -361,5 +375,7 @@ def test_store_report_shows_times_with_requests() -> None:
     assert "| v1 | 1.50 (1 / 2 / 3) | 0.50 (1 / 2 / 3) | error |" in text, text
     assert "| delta-rs |  |  | 0.20 (1 / 2 / 3) | 0.10 (1 / 2 / 3) |" in text, text
     # the targets take this connector through plain format("delta") when no auto row exists
-    assert "10 files, first filtered query vs V1: 0.20x (target <= 0.2x)" in text, text
-    assert "requests of the first filtered query: 6 vs V1's 6" in text, text
+    assert "10 files, first filtered query vs V1: 0.20x (target <= 0.2x: met)" in text, text
+    assert (
+        "requests of the first filtered query: 6 vs V1's 6 (target: no more than V1's: met)" in text
+    ), text

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,9 +57,9 @@ def test_every_command_registers_without_the_extras() -> None:
 
 def test_a_command_names_the_missing_extra() -> None:
     for argv, module, extra in (
-        (("demo", "kafka-merge"), "confluent_kafka", "delta-replay-bench[workloads]"),
-        (("demo", "mor"), "pandas", "delta-replay-bench[workloads]"),
-        (("bench", "replay", "--quick"), "pyarrow", "delta-replay-bench[bench]"),
+        (("demo", "kafka-merge"), "confluent_kafka", "./benchmarks[workloads]"),
+        (("demo", "mor"), "pandas", "./benchmarks[workloads]"),
+        (("bench", "replay", "--quick"), "pyarrow", "./benchmarks[bench]"),
     ):
         out = _cli_without_extras(*argv)
         assert out.returncode == 2, (argv, out.stdout, out.stderr)
@@ -142,3 +148,197 @@ def test_failed_benchmark_cells_are_counted() -> None:
     assert len(failed) == 2
     assert "v1 batch 99 files plan: OOM" in failed[0]
     assert failed[1].startswith("delta-rs delta-rs 99 files") and "timeout" in failed[1]
+
+
+def _run_cli(*argv: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "delta_replay", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
+
+
+def test_bad_arguments_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"name": 3, "no_such_field": true}')
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        cases = [
+            (("demo", "quickstart", "--commits", "0"), "argument --commits: must be a positive"),
+            (("demo", "quickstart", "--commits", "x"), "argument --commits: must be an integer"),
+            (("bench", "mor", "--plan", "/nonexistent.json"), "/nonexistent.json does not exist"),
+            (("bench", "mor", "--plan", str(plan)), "not a test plan"),
+            (("bench", "mor", "--skip-prepare"), "need the --work-dir of an earlier run"),
+            (("demo", "connect-server", "--port", port), f"port {port} on 127.0.0.1 is taken"),
+            (("bench", "replay", "--readers", "bogus"), "argument --readers: unknown bogus"),
+            (("bench", "replay", "--dv-share", "1.5"), "must be a share within 0..1"),
+            (("bench", "streams", "status", "--work-dir", str(tmp_path)), "is not the --work-dir"),
+            (("demo", "merge-optimize", "--duration", "-1"), "--duration must be > 0"),
+            (
+                ("demo", "kafka-consume", "--bootstrap", "h:1", "--target", "t")
+                + ("--quarantine", "q"),
+                "--mode stream needs --checkpoint",
+            ),
+        ]
+        for argv, needle in cases:
+            out = _run_cli(*argv)
+            command = "delta-replay " + " ".join(argv[:2])
+            assert out.returncode == 2, (argv, out.returncode, out.stderr)
+            assert "Traceback" not in out.stderr, (argv, out.stderr)
+            assert f"{command}: " in out.stderr and needle in out.stderr, (argv, out.stderr)
+
+
+def test_every_help_shows_the_defaults() -> None:
+    """An option with a default names it in --help; one without says what happens instead."""
+    from delta_replay.cli_support import HelpFormatter
+
+    missing = []
+    for path, action in _options():
+        if action.help == argparse.SUPPRESS or action.required or action.nargs == 0:
+            continue  # flags (store_true, --help, --version) and required options
+        text = HelpFormatter("x")._get_help_string(action) or ""  # noqa: SLF001
+        if "default" not in text:
+            missing.append((path, action.option_strings))
+    assert not missing, missing
+    out = _run_cli("demo", "quickstart", "--help")
+    assert "--commits COMMITS  append commits to write (default: 3)" in out.stdout, out.stdout
+    out = _run_cli("bench", "streams", "run", "--help")
+    assert "(default: 1.0)" in " ".join(out.stdout.split()), out.stdout
+
+
+def _metavars() -> dict[str, set[str]]:
+    """Every option's metavar(s) as the helps show them, across every command."""
+    from delta_replay.cli_support import HelpFormatter
+
+    seen: dict[str, set[str]] = {}
+    for _, action in _options():
+        if action.nargs == 0 or action.choices is not None:
+            continue  # flags; a choice's values are shown, not a name
+        formatter = HelpFormatter("x")
+        default = formatter._get_default_metavar_for_optional(action)  # noqa: SLF001
+        shown = formatter._format_args(action, default)  # noqa: SLF001
+        for option in action.option_strings:
+            seen.setdefault(option, set()).add(shown)
+    return seen
+
+
+def test_one_metavar_per_option() -> None:
+    seen = _metavars()
+    assert seen["--work-dir"] == {"DIR"}, seen["--work-dir"]
+    assert seen["--out"] == {"DIR"}, seen["--out"]
+    several = {option: names for option, names in seen.items() if len(names) > 1}
+    assert not several, several
+    texts = [a.help or "" for _, a in _options()]
+    assert not [t for t in texts if "--root" in t], "help names an option that does not exist"
+
+
+def test_quickstart_never_writes_into_an_existing_directory(tmp_path: Path) -> None:
+    table = tmp_path / "mine"
+    (table / "_delta_log").mkdir(parents=True)
+    commit = table / "_delta_log" / f"{0:020d}.json"
+    commit.write_text("{}\n")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    out = _run_cli("demo", "quickstart", "--path", str(table))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"--path {table} exists and is not empty" in out.stderr
+    assert "Starting Spark" not in out.stdout and "starting Spark" not in out.stdout
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert commit.read_text() == "{}\n"
+
+
+def test_work_dirs_are_new_empty_or_their_own(tmp_path: Path) -> None:
+    from delta_replay.cli_support import (
+        WORK_DIR_MARKER,
+        UsageError,
+        claim_work_dir,
+        refuse_non_empty,
+    )
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    for argv in (
+        ("demo", "mor", "--work-dir", str(mine)),
+        ("bench", "mor", "--tiny", "--work-dir", str(mine), "--out", str(tmp_path / "o")),
+        ("demo", "merge-optimize", "--work-dir", str(mine)),
+        ("demo", "kafka-merge", "--work-dir", str(mine)),
+        ("bench", "streams", "run", "--work-dir", str(mine)),
+        ("bench", "replay", "--quick", "--tables", str(mine)),
+    ):
+        out = _run_cli(*argv)
+        assert out.returncode == 2, (argv, out.stdout[-2000:], out.stderr[-2000:])
+        assert str(mine) in out.stderr and "not empty" in out.stderr, (argv, out.stderr)
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    # a new directory is claimed (marked) and may be used again by a later run
+    fresh = claim_work_dir(tmp_path / "fresh")
+    assert (fresh / WORK_DIR_MARKER).exists()
+    (fresh / "data").mkdir()
+    assert claim_work_dir(fresh) == fresh
+    with pytest.raises(UsageError, match="is a file"):
+        claim_work_dir(mine / "notes.txt")
+    assert refuse_non_empty(tmp_path / "new", "--path") == tmp_path / "new"
+    with pytest.raises(UsageError, match="exists and is not empty"):
+        refuse_non_empty(fresh, "--path")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_sigterm_stops_a_commands_spark_jvm(spark_conf_dir: Path) -> None:
+    """SIGTERM while `demo quickstart` runs: the command unwinds (Spark stopped), its JVM is
+    gone, one line says so and no traceback is printed; exit code 143."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "delta_replay", "demo", "quickstart"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SPARK_CONF_DIR": str(spark_conf_dir)},
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        for line in proc.stdout:
+            if " up in " in line:  # the session is up, its JVM a child of the command
+                break
+        jvms = _children(proc.pid)
+        assert jvms, "no JVM started"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "delta-replay demo quickstart: terminated (SIGTERM)" in err, err
+    assert "Traceback" not in err, err
+    deadline = time.monotonic() + 30
+    while [p for p in jvms if Path(f"/proc/{p}").exists()] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not [p for p in jvms if Path(f"/proc/{p}").exists()], jvms
+
+
+def test_connect_server_on_a_taken_default_port_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from delta_replay.connect import DEFAULT_PORT
+
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", DEFAULT_PORT))
+            taken.listen(1)
+        except OSError:
+            pass  # something else listens there: taken all the same
+        assert main(["demo", "connect-server"]) == 2
+        assert main(["demo", "connect-server", "--print-only"]) == 0  # prints, starts nothing
+    out = capsys.readouterr()
+    assert f"delta-replay demo connect-server: port {DEFAULT_PORT} on 127.0.0.1 is taken" in out.err
+    assert "SparkConnectServer" in out.out

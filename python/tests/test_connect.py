@@ -9,9 +9,13 @@ which the shared classic session of this test run must not see.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,26 +59,90 @@ CLIENT = textwrap.dedent(
         return None
     out["missing_error"] = error(missing)
     out["unsupported_error"] = error(unsupported)
+    # delta-spark's DeltaTable API needs Delta Connect's server plugins (docs/usage.md)
+    from delta.tables import DeltaTable
+    try:
+        DeltaTable.forPath(spark, table).toDF().count()
+        out["delta_table_error"] = None
+    except Exception as e:
+        out["delta_table_error"] = str(e)
+    # ... and SQL does the same on the server
+    spark.sql(f"DELETE FROM delta.`{sink}` WHERE id = 0")
+    out["after_sql_delete"] = spark.read.format("delta").load(sink).count()
     spark.stop()
     print("RESULT " + json.dumps(out))
     """
 )
 
 
+class Server:
+    """`delta-replay demo connect-server` in a process of its own, as a user starts it."""
+
+    def __init__(self, spark_conf_dir: Path) -> None:
+        self.port = connect.free_port()
+        self.url = f"sc://127.0.0.1:{self.port}"
+        # the test settings (delta-spark's snapshot shuffle in 2 partitions, ...) through
+        # spark-defaults.conf: the command takes none of its own
+        env = {**os.environ, "SPARK_CONF_DIR": str(spark_conf_dir)}
+        command = [sys.executable, "-m", "delta_replay", "demo", "connect-server"]
+        self.proc = subprocess.Popen(
+            [*command, "--port", str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:  # ends when the command exits
+            if line.startswith("[connect-server] listening"):
+                return
+        raise AssertionError(f"no server: {self.proc.wait()} {self.proc.stderr.read()}")
+
+    def children(self) -> list[int]:
+        """The processes the command started (the server's JVM)."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid:
+                found.append(int(stat.parent.name))
+        return found
+
+    def stop(self) -> None:
+        """SIGTERM to the command (it stops its JVM); SIGKILL to both if that did not work.
+        The JVM's pid is taken first: once the command is gone it is no longer its child."""
+        jvms = self.children()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pid in jvms:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, test_conf: dict[str, str]) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("connect") / "server.log"
-    port = connect.free_port()
-    # the server with the test settings (delta-spark's snapshot shuffle in 2 partitions)
-    proc = connect.start_server(port, log=log, timeout=420, conf=test_conf)
+def started(spark_conf_dir: Path) -> Iterator[Server]:
+    server = Server(spark_conf_dir)
     try:
-        yield f"sc://127.0.0.1:{port}"
+        yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(started: Server) -> str:
+    return started.url
 
 
 def _tables(spark: SparkSession, root: Path) -> dict[str, str]:
@@ -136,6 +204,11 @@ def test_public_functions_answer_the_same_on_connect_and_classic(
     assert got["stream_sources"], "no progress reported"
     assert all("DeltaReplayMicroBatchStream" in d for d in got["stream_sources"])
 
+    # DeltaTable through Connect fails as docs/usage.md says; SQL works
+    assert "NO_HANDLER_FOR_EXTENSION" in (got["delta_table_error"] or ""), got["delta_table_error"]
+    assert got["after_sql_delete"] == 29
+    assert delta_replay.read(spark, str(tmp_path / "sink"), reader="delta").count() == 29
+
     # bad input: the same clear error text as on a classic session
     for key, needle in (("missing", "is not a Delta table"), ("unsupported", "fancyNewFeature")):
         classic_text = _classic_error(spark, t[key])
@@ -165,3 +238,34 @@ def test_connect_server_command_line() -> None:
     assert any(
         c.startswith("spark.sql.extensions=") and "DeltaReplayExtension" in c for c in command
     )
+
+
+def test_the_connect_example_of_the_docs_runs(server: str, tmp_path: Path) -> None:
+    """docs/usage.md's Connect block (marked `connect`), on this server, in a client process."""
+    from test_docs import python_blocks
+
+    [block] = python_blocks("connect")
+    code = block.code.replace("sc://127.0.0.1:15002", server)
+    assert code != block.code, "the block no longer names the server the docs start"
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert lines[0] == "True" and "'filesAfterPartitionPruning': 4" in lines[1], lines
+    assert lines[2] == "1000", lines
+
+
+def test_sigterm_stops_the_server_and_its_jvm(started: Server) -> None:
+    """Last in this module: it stops the server the tests above used."""
+    jvms = started.children()
+    assert jvms and _listening(started.port)
+    started.proc.send_signal(signal.SIGTERM)
+    assert started.proc.wait(timeout=90) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 30
+    while _listening(started.port) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _listening(started.port)
+    assert not [pid for pid in jvms if Path(f"/proc/{pid}").exists()], jvms
+    assert started.proc.stderr is not None
+    assert "terminated (SIGTERM)" in started.proc.stderr.read()

@@ -1,8 +1,11 @@
-"""Docs that hold: every relative link in README.md and docs/**/*.md names a file in the repo."""
+"""Docs that hold: every relative link in README.md and docs/**/*.md names a file in the repo,
+and every Python block there is found, runnable or marked (test_packaging.py runs the
+runnable ones from the wheel in a clean venv, test_connect.py the Connect one)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,3 +43,86 @@ def test_the_checker_finds_a_broken_link(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("[ok](page.md) [gone](nope.md) ![img](missing.png) [web](https://x.org)\n")
     assert broken_links(page, root=tmp_path) == ["nope.md", "missing.png"]
+
+
+# -- Python blocks: run here, run elsewhere, or marked as fragments -----------------------------
+#
+# A ```python block in README.md or docs/ is run by test_packaging.py from the wheel in a clean
+# venv (the blocks of one page in order, as one script, in a temporary working directory),
+# unless an HTML comment on the line before it says otherwise (docs/development.md, "Docs
+# that run"):
+#   <!-- docs-test: fragment (why) -->   not runnable on its own, so not run
+#   <!-- docs-test: connect (...) -->    run by test_connect.py on a Spark Connect client
+MARKER = re.compile(r"^<!-- docs-test: (fragment|connect)\b.*-->$")
+FENCE = re.compile(r"^```([\w+-]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int  # of the opening fence
+    lang: str
+    marker: str | None  # None: run by this module
+    code: str
+
+
+def code_blocks(page: Path) -> list[Block]:
+    """Every fenced block of ``page`` with its language and the marker before it."""
+    lines = page.read_text().splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if not fence:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != "```":
+            j += 1
+        before = next((x.strip() for x in reversed(lines[:i]) if x.strip()), "")
+        marker = MARKER.match(before)
+        blocks.append(
+            Block(page, i + 1, fence[1], marker[1] if marker else None, "\n".join(lines[i + 1 : j]))
+        )
+        i = j + 1
+    return blocks
+
+
+def python_blocks(marker: str | None = None) -> list[Block]:
+    """The ```python blocks of README.md and docs/ that carry ``marker`` (None: the runnable
+    ones, run from the wheel by test_packaging.py)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [
+        b
+        for p in pages
+        for b in code_blocks(p)
+        if b.lang in ("python", "py") and b.marker == marker
+    ]
+
+
+def test_python_looks_like_python_only_in_python_blocks() -> None:
+    """An untagged block that holds Python would escape the checks below."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    untagged = [
+        f"{b.page.relative_to(ROOT)}:{b.line}"
+        for p in pages
+        for b in code_blocks(p)
+        if not b.lang and re.match(r"\s*(from \w|import \w|spark\.|df\.|delta_replay\.)", b.code)
+    ]
+    assert not untagged, untagged
+    assert python_blocks(), "no Python block found: the extraction is broken"
+    assert python_blocks("connect") and python_blocks("fragment")
+
+
+def test_the_marker_parser(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text(
+        "text\n\n```python\na = 1\n```\n\n<!-- docs-test: fragment (why) -->\n```python\nb\n```\n"
+        "<!-- docs-test: connect -->\n\n```python\nc\n```\n```\nplain\n```\n"
+    )
+    found = [(b.lang, b.marker, b.code, b.line) for b in code_blocks(page)]
+    assert found == [
+        ("python", None, "a = 1", 3),
+        ("python", "fragment", "b", 8),
+        ("python", "connect", "c", 13),
+        ("", None, "plain", 16),
+    ]

@@ -455,16 +455,13 @@ def test_cli_and_config_errors(tmp_path: Path) -> None:
         ConsumerConfig("b", "t", "x", "q", "a", mode="batch", checkpoint="c")
     with pytest.raises(ValueError, match="hist_hours"):
         DataSpec(hist_hours=0)
-    not_a_table = build_parser().parse_args(
-        [
-            "demo",
-            "kafka-consume",
-            "--bootstrap",
-            "127.0.0.1:1",
-            "--target",
-            str(tmp_path),
-            "--quarantine",
-            str(tmp_path),
-        ]
-    )
-    assert not_a_table.handler(not_a_table) == 2
+    from delta_replay.cli_support import UsageError
+
+    consume = ["demo", "kafka-consume", "--bootstrap", "127.0.0.1:1"]
+    consume += ["--target", str(tmp_path), "--quarantine", str(tmp_path)]
+    no_checkpoint = build_parser().parse_args(consume)  # --mode stream by default
+    with pytest.raises(UsageError, match="--mode stream needs --checkpoint"):
+        no_checkpoint.handler(no_checkpoint)
+    not_a_table = build_parser().parse_args([*consume, "--mode", "offsets"])
+    with pytest.raises(UsageError, match="is not a Delta table"):
+        not_a_table.handler(not_a_table)

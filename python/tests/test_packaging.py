@@ -94,7 +94,7 @@ def test_wheel_ships_the_connector_jar(wheel: Path, tmp_path: Path) -> None:
 
 
 def test_one_version_for_wheel_jar_and_package(wheel: Path) -> None:
-    from delta_replay._versions import CONNECTOR_VERSION, VERSION, maven_version
+    from delta_replay.versions import CONNECTOR_VERSION, VERSION, maven_version
 
     assert delta_replay.__version__ == VERSION
     assert wheel.name.startswith(f"delta_replay-{VERSION}-")
@@ -142,7 +142,7 @@ def test_help_and_version_in_a_clean_venv(clean_venv: Path) -> None:
     for cmd in (("delta-replay", "--help"), ("python", "-m", "delta_replay", "--help")):
         out = _run(clean_venv, *cmd)
         assert out.returncode == 0, out.stderr
-        assert "{demo,bench}" in out.stdout and "--version" in out.stdout
+        assert "{demo,bench,inspect}" in out.stdout and "--version" in out.stdout
         assert "delta-replay-bench package" in out.stdout  # says where the benchmarks are
     out = _run(clean_venv, "python", "-m", "delta_replay", "--version")
     assert out.stdout.strip() == version
@@ -153,23 +153,35 @@ def test_help_and_version_in_a_clean_venv(clean_venv: Path) -> None:
     assert "no command 'bench replay'" in out.stderr and "delta-replay-bench" in out.stderr
 
 
-def test_quickstart_in_a_clean_venv(clean_venv: Path, spark_conf_dir: Path) -> None:
-    """pyspark, py4j and delta-spark (the library's dependencies) and nothing else.
-
-    The JVM gets the test settings of other subprocess sessions (SPARK_CONF_DIR: collector,
-    compiler, interpreted expressions, conftest.SUBPROCESS_CONF); they change the run's CPU, not
-    what it does.
-    """
+@pytest.fixture(scope="module")
+def venv_with_deps(clean_venv: Path) -> Path:
+    """The clean venv plus pyspark, py4j and delta-spark (the library's dependencies) with
+    delta-spark's own (importlib_metadata, zipp: its configure_spark_with_delta_pip needs them),
+    linked from this venv's site-packages (no download), and nothing else."""
     ours = Path(sysconfig.get_paths()["purelib"])
     deps = clean_venv.parent / "deps"
     deps.mkdir(exist_ok=True)
-    for pattern in ("pyspark", "pyspark-*.dist-info", "py4j", "py4j-*.dist-info", "delta"):
+    for pattern in (
+        *("pyspark", "pyspark-*.dist-info", "py4j", "py4j-*.dist-info", "delta"),
+        *("importlib_metadata", "importlib_metadata-*.dist-info", "zipp", "zipp-*.dist-info"),
+    ):
         for found in ours.glob(pattern):
             (deps / found.name).symlink_to(found)
     for found in ours.glob("delta_spark-*.dist-info"):
         (deps / found.name).symlink_to(found)
     [site] = list((clean_venv / "lib").glob("python3*/site-packages"))
     (site / "deps.pth").write_text(f"{deps}\n")
+    return clean_venv
+
+
+def test_quickstart_in_a_clean_venv(venv_with_deps: Path, spark_conf_dir: Path) -> None:
+    """pyspark, py4j and delta-spark (the library's dependencies) and nothing else.
+
+    The JVM gets the test settings of other subprocess sessions (SPARK_CONF_DIR: collector,
+    compiler, interpreted expressions, conftest.SUBPROCESS_CONF); they change the run's CPU, not
+    what it does.
+    """
+    clean_venv = venv_with_deps
     # the main job as the README runs it (default arguments); `./dev test` relies on this run
     out = _run(
         clean_venv,
@@ -180,4 +192,66 @@ def test_quickstart_in_a_clean_venv(clean_venv: Path, spark_conf_dir: Path) -> N
         env={"SPARK_CONF_DIR": str(spark_conf_dir)},
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "[quickstart] delta-replay reads the same" in out.stdout
+    assert "[quickstart] the same rows" in out.stdout
+    assert "delta-spark V1 (deltareplay.route=false)" in out.stdout
+    metrics = dict(
+        line.split()[1:3] for line in out.stdout.splitlines() if line.startswith("[quickstart]   ")
+    )
+    # the query prunes partitions and skips files by statistics
+    live, pruned = int(metrics["liveFiles"]), int(metrics["filesAfterPartitionPruning"])
+    assert live > pruned > int(metrics["filesAfterSkipping"]) > 0, metrics
+
+
+# What the text around usage.md's blocks says of them, checked after they ran (same script).
+USAGE_CHECKS = """
+_v1 = delta_replay.read(spark, path, reader="delta").where("day = '1' AND id < 100")
+assert sorted(df.collect()) == sorted(_v1.collect()), "the connector's rows are not V1's"
+_m = delta_replay.scan_metrics(df)
+assert len(_m) == 1 and _m[0]["filesAfterPartitionPruning"] < _m[0]["liveFiles"], _m
+print("USAGE CHECKS PASSED")
+"""
+
+
+def test_docs_examples_run_from_the_wheel(venv_with_deps: Path, spark_conf_dir: Path) -> None:
+    """Every runnable Python block of README.md and docs/ (test_docs.python_blocks), as a user
+    of the wheel runs them: the blocks of one page in order, as one script, in a new directory.
+    A block's getOrCreate() starts the session; the JVM gets the test settings."""
+    from test_docs import ROOT, python_blocks
+
+    pages: dict[Path, list[str]] = {}
+    for block in python_blocks():
+        pages.setdefault(block.page, []).append(block.code)
+    usage = ROOT / "docs" / "usage.md"
+    assert usage in pages and len(pages[usage]) >= 3
+    for page, blocks in pages.items():
+        name = page.relative_to(ROOT).as_posix().replace("/", "_")
+        work = venv_with_deps.parent / name
+        work.mkdir()
+        script = work / f"{name}.py"
+        checks = [USAGE_CHECKS] if page == usage else []
+        script.write_text("\n\n".join([*blocks, *checks]) + "\n")
+        out = subprocess.run(
+            [str(venv_with_deps / "bin" / "python"), str(script)],
+            env={**_env(venv_with_deps), "SPARK_CONF_DIR": str(spark_conf_dir)},
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert out.returncode == 0, (page, out.stdout[-3000:] + out.stderr[-3000:])
+        if page == usage:
+            assert "USAGE CHECKS PASSED" in out.stdout
+            assert "'filesAfterSkipping'" in out.stdout  # the first block prints scan_metrics
+            # EXPLAIN before the query ran shows what replay and skipping did (the text says so)
+            assert "DeltaReplayScan" in out.stdout and "after skipping" in out.stdout
+
+
+def test_the_connect_extra_keeps_pandas_below_3(wheel: Path) -> None:
+    """PySpark 4.2 warns at every start with pandas 3; pyspark[connect] alone would take it."""
+    with zipfile.ZipFile(wheel) as built:
+        [metadata] = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = built.read(metadata).decode().splitlines()
+    connect = [x for x in lines if x.startswith("Requires-Dist:") and 'extra == "connect"' in x]
+    assert any(x.startswith("Requires-Dist: pyspark[connect]==4.2.0") for x in connect), connect
+    [pandas] = [x for x in connect if x.startswith("Requires-Dist: pandas")]
+    assert "<3" in pandas, pandas

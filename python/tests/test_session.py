@@ -7,8 +7,8 @@ from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 import delta_replay
-from delta_replay._jvm import jdataframe
 from delta_replay.cli import build_parser
+from delta_replay.jvm import jdataframe
 
 
 def test_delta_round_trip(spark: SparkSession, tmp_path: Path) -> None:
@@ -56,8 +56,8 @@ def _options(builder: SparkSession.Builder) -> dict[str, str]:
 
 
 def test_configure_merges_with_the_builders_settings() -> None:
-    from delta_replay._versions import DELTA_MAVEN
     from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
+    from delta_replay.versions import DELTA_MAVEN
 
     jar = delta_replay.connector_jar()
     assert jar is not None, "run ./dev build first"
@@ -86,7 +86,7 @@ def test_configure_merges_with_the_builders_settings() -> None:
 def test_configure_replaces_delta_spark_from_configure_spark_with_delta_pip() -> None:
     from delta import configure_spark_with_delta_pip
 
-    from delta_replay._versions import DELTA_MAVEN, KAFKA_SQL_MAVEN
+    from delta_replay.versions import DELTA_MAVEN, KAFKA_SQL_MAVEN
 
     builder = configure_spark_with_delta_pip(SparkSession.builder, [KAFKA_SQL_MAVEN])
     asked = _options(builder)["spark.jars.packages"].split(",")

@@ -212,7 +212,7 @@ def test_analyze_synthetic_run() -> None:
 def test_rate_source_partitions_are_configurable(spark) -> None:
     from delta_replay_bench.streams.driver import stream_frame
 
-    from delta_replay._jvm import jdataframe
+    from delta_replay.jvm import jdataframe
 
     s = Schedule.for_run(3, 20, partitions=8)
     assert {x.partitions for x in s.all_streams()} == {8}

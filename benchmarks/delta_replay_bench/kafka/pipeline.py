@@ -23,7 +23,6 @@ import argparse
 import hashlib
 import json
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -35,7 +34,7 @@ from .batch import create_quarantine, create_target
 from .consume import ConsumerConfig, ConsumerResult, consume
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
     from pyspark.sql import SparkSession
 
     from .data import DataSpec
@@ -234,16 +233,14 @@ def _spec(args: argparse.Namespace) -> DataSpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    from delta_replay._versions import KAFKA_SQL_MAVEN
+    from delta_replay.cli_support import refuse_non_empty
     from delta_replay.session import local_session
+    from delta_replay.versions import KAFKA_SQL_MAVEN
 
     keep = args.work is not None
+    if keep:
+        refuse_non_empty(args.work, "--work-dir")
     work = Path(args.work) if keep else Path(tempfile.mkdtemp(prefix="delta-replay-kafka-"))
-    if keep and work.exists() and any(work.iterdir()):
-        print(
-            f"{PREFIX} error: --work-dir {work} is not empty: pick a new directory", file=sys.stderr
-        )
-        return 2
     work.mkdir(parents=True, exist_ok=True)
     cfg = PipelineConfig(
         work_dir=work,
@@ -266,8 +263,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = run_pipeline(spark, cfg)
         if args.out:
-            Path(args.out).write_text(json.dumps(report, indent=2, default=str))
-            log(f"results copied to {args.out}")
+            out = Path(args.out) / "kafka_merge.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, indent=2, default=str))
+            log(f"results copied to {out}")
     finally:
         spark.stop()
         if not keep:
@@ -277,18 +276,19 @@ def run(args: argparse.Namespace) -> int:
 
 def run_consumer(args: argparse.Namespace) -> int:
     """``delta-replay demo kafka-consume``: the consumer alone, on an existing topic and table."""
-    from delta_replay._versions import KAFKA_SQL_MAVEN
+    from delta_replay.cli_support import UsageError
     from delta_replay.session import local_session
+    from delta_replay.versions import KAFKA_SQL_MAVEN
 
+    if args.mode == "stream" and not args.checkpoint:
+        raise UsageError("--mode stream needs --checkpoint DIR (the stream's checkpoint)")
     for name in ("target", "quarantine"):
         path = Path(getattr(args, name))
         if not (path / "_delta_log").is_dir():
-            print(
-                f"{PREFIX} error: --{name} {path} is not a Delta table: build the tables first "
-                "(delta-replay demo kafka-merge --work-dir DIR creates them)",
-                file=sys.stderr,
+            raise UsageError(
+                f"--{name} {path} is not a Delta table: build the tables first "
+                "(delta-replay demo kafka-merge --work-dir DIR creates them)"
             )
-            return 2
     anchor = args.checkpoint if args.mode == "stream" else args.target
     cfg = ConsumerConfig(
         bootstrap=args.bootstrap,
@@ -321,6 +321,8 @@ def run_consumer(args: argparse.Namespace) -> int:
 
 
 def _consumer_args(parser: argparse.ArgumentParser, idle_polls: int) -> None:
+    from delta_replay.cli_support import non_negative_int, positive_float, positive_int
+
     parser.add_argument("--topic", default="temperatures", help="Kafka topic")
     parser.add_argument(
         "--mode",
@@ -329,28 +331,35 @@ def _consumer_args(parser: argparse.ArgumentParser, idle_polls: int) -> None:
         help="streaming foreachBatch, or explicit offset ranges per cycle",
     )
     parser.add_argument(
-        "--trigger-seconds", type=float, default=2.0, help="stream mode: micro-batch interval"
+        "--trigger-seconds",
+        type=positive_float,
+        default=2.0,
+        help="stream mode: micro-batch interval",
     )
     parser.add_argument(
         "--max-offsets-per-batch",
-        type=int,
+        type=non_negative_int,
         default=4000,
         help="cap on messages per batch, all partitions together (0: no cap)",
     )
     parser.add_argument(
         "--idle-polls",
-        type=int,
+        type=positive_int,
         default=idle_polls,
         help="stop after this many 1-second polls without new messages",
     )
-    parser.add_argument("--timeout", type=float, default=3600.0, help="stop after N seconds")
+    parser.add_argument(
+        "--timeout", type=positive_float, default=3600.0, help="stop after N seconds"
+    )
 
 
 KAFKA_MODULES = ("confluent_kafka", "numpy", "pyarrow")
-INSTALL = "pip install 'delta-replay-bench[workloads]'"
+INSTALL = "pip install './benchmarks[workloads]' in a checkout (delta-replay-bench)"
 
 
 def register(registry: CommandRegistry) -> None:
+    from delta_replay.cli_support import non_negative_float, positive_float, positive_int, share
+
     parser = registry.add(
         "demo",
         "kafka-merge",
@@ -360,25 +369,42 @@ def register(registry: CommandRegistry) -> None:
         install=INSTALL,
     )
     parser.add_argument(
-        "--work-dir", dest="work", help="work directory, kept (default: a temporary one)"
+        "--work-dir",
+        dest="work",
+        metavar="DIR",
+        help="work directory, kept: new or empty (default: a temporary one, deleted)",
     )
     parser.add_argument("--bootstrap", help="use this broker (default: start scripts/kafka.sh)")
-    parser.add_argument("--partitions", type=int, default=3, help="partitions of the topic")
     parser.add_argument(
-        "--rate", type=float, default=2000.0, help="producer messages/s (0: as fast as possible)"
+        "--partitions", type=positive_int, default=3, help="partitions of the topic"
     )
     parser.add_argument(
-        "--hist-hours", type=int, default=35_064, help="historical hours per location (base table)"
+        "--rate",
+        type=non_negative_float,
+        default=2000.0,
+        help="producer messages/s (0: as fast as possible)",
     )
-    parser.add_argument("--new-hours", type=int, default=4_344, help="streamed hours per location")
+    parser.add_argument(
+        "--hist-hours",
+        type=positive_int,
+        default=35_064,
+        help="historical hours per location (base table)",
+    )
+    parser.add_argument(
+        "--new-hours", type=positive_int, default=4_344, help="streamed hours per location"
+    )
     parser.add_argument(
         "--correction-share",
-        type=float,
+        type=share,
         default=0.08,
         help="chance per streamed (location, hour) of a correction",
     )
     parser.add_argument("--seed", type=int, default=7, help="generator seed")
-    parser.add_argument("--out", help="also write the JSON results here")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also write the JSON results (kafka_merge.json) here (default: none, printed only)",
+    )
     _consumer_args(parser, idle_polls=30)
 
     consumer = registry.add(
@@ -392,15 +418,27 @@ def register(registry: CommandRegistry) -> None:
     consumer.add_argument("--bootstrap", required=True, help="broker HOST:PORT")
     consumer.add_argument("--target", required=True, help="target Delta table path")
     consumer.add_argument("--quarantine", required=True, help="quarantine Delta table path")
-    consumer.add_argument("--checkpoint", help="stream mode: checkpoint location")
-    consumer.add_argument("--app-id", help="Delta transaction appId (default: derived)")
+    consumer.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="stream mode: checkpoint location (no default: required there)",
+    )
+    consumer.add_argument(
+        "--app-id", help="Delta transaction appId (default: derived from the target and topic)"
+    )
     consumer.add_argument(
         "--available-now",
         action="store_true",
         help="stream mode: process what is in the topic, then stop",
     )
-    consumer.add_argument("--max-batches", type=int, help="offsets mode: stop after N cycles")
-    consumer.add_argument("--poll-seconds", type=float, default=1.0, help="monitor interval")
+    consumer.add_argument(
+        "--max-batches",
+        type=positive_int,
+        help="offsets mode: stop after N cycles (default: when the topic is idle)",
+    )
+    consumer.add_argument(
+        "--poll-seconds", type=positive_float, default=1.0, help="monitor interval"
+    )
     consumer.add_argument("--driver-memory", default="1g", help="Spark driver memory")
     _consumer_args(consumer, idle_polls=10)
 

@@ -17,7 +17,7 @@ def table_stats(spark: SparkSession, path: str) -> dict[str, Any]:
     Files and DVs come from delta-spark's snapshot (``DeltaLog``, reached
     through py4j: DESCRIBE DETAIL has no DV count); rows from a V1 count.
     """
-    from delta_replay._jvm import jsession, jvm
+    from delta_replay.jvm import jsession, jvm
     from delta_replay.read import read
 
     j = jvm(spark)

@@ -34,7 +34,7 @@ from .data import (
 )
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
     from pyspark.sql import SparkSession
 
 MODES = ("free", "coordinated")
@@ -132,17 +132,18 @@ def _paths(args: MergeOptimizeConfig, mode: str, workdir: Path, several: bool) -
 
 def _guard_fresh_start(spark: SparkSession, paths: dict[str, str], location: str) -> None:
     """A new stream must start from an empty table: the end check orders writes by event."""
+    from delta_replay.cli_support import UsageError
     from delta_replay.read import read
 
     resuming = (Path(paths["checkpoint"]) / "metadata").exists()
     generated_exists = (Path(paths["generated"]) / "_delta_log").exists()
     if resuming and not generated_exists:
-        raise ValueError(
+        raise UsageError(
             f"checkpoint {paths['checkpoint']} exists but the recorded events "
             f"{paths['generated']} do not: pass a new --work-dir"
         )
     if not resuming and (generated_exists or read(spark, location, reader="delta").count() > 0):
-        raise ValueError(
+        raise UsageError(
             f"table {paths['target']} or {paths['generated']} already holds data, but "
             f"{paths['checkpoint']} holds no stream to resume: pass a new --table/--work-dir, "
             "or the --work-dir of the run that wrote it"
@@ -273,6 +274,7 @@ def run_mode(
 
 
 def run(namespace: argparse.Namespace) -> int:
+    from delta_replay.cli_support import UsageError, claim_work_dir
     from delta_replay.session import local_session
 
     from .report import plot_timeline, summary_lines
@@ -285,8 +287,9 @@ def run(namespace: argparse.Namespace) -> int:
     try:
         validate(args)
     except ValueError as exc:
-        print(f"[merge-optimize] {exc}")
-        return 2
+        raise UsageError(str(exc)) from exc
+    if args.workdir:
+        claim_work_dir(args.workdir)
     modes = list(MODES) if args.mode == "both" else [args.mode]
     interrupted = threading.Event()
 
@@ -337,7 +340,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--work-dir",
         dest="workdir",
-        help="recorded events + checkpoints, kept (default: temporary)",
+        metavar="DIR",
+        help="recorded events + checkpoints, kept: new, empty or made by an earlier run "
+        "(default: a temporary one, deleted)",
     )
     add("--duration", type=float, default=180.0, help="seconds per mode (default 180)")
     add("--rate", dest="rows_per_second", type=int, default=200, help="rate source rows/s")
@@ -359,8 +364,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--min-batches", type=int, default=0, help="run past --duration until N MERGEs")
     add("--min-optimizes", type=int, default=0, help="run past --duration until N OPTIMIZEs")
     add("--min-overlaps", type=int, default=0, help="run past --duration until N overlaps")
-    add("--max-seconds", type=float, help="hard stop when --min-* are not met (default 4x)")
-    add("--out", default="merge-optimize-out", help="directory for the JSON and PNG")
+    add(
+        "--max-seconds",
+        type=float,
+        help="hard stop when --min-* are not met (default: 4x --duration)",
+    )
+    add("--out", metavar="DIR", default="merge-optimize-out", help="directory for the JSON and PNG")
     add(
         "--row-level-concurrency",
         action="store_true",
@@ -375,6 +384,6 @@ def register(registry: CommandRegistry) -> None:
         "streaming MERGE with OPTIMIZE beside it on a DV + liquid-clustered table",
         run,
         requires=("faker", "matplotlib"),
-        install="pip install 'delta-replay-bench[workloads]'",
+        install="pip install './benchmarks[workloads]' in a checkout (delta-replay-bench)",
     )
     add_arguments(parser)

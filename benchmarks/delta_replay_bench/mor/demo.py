@@ -79,8 +79,11 @@ def run_demo(
 
 
 def run(args: argparse.Namespace) -> int:
+    from delta_replay.cli_support import claim_work_dir
     from delta_replay.session import local_session
 
+    if args.path:
+        claim_work_dir(args.path)
     spark = local_session("delta-replay-mor-demo")
     try:
         with tempfile.TemporaryDirectory(prefix="delta-replay-mor-") as tmp:

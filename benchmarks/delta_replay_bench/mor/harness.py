@@ -77,12 +77,20 @@ def run_plan(
 def bench(args: Any) -> int:
     import tempfile
 
+    from delta_replay.cli_support import UsageError, claim_work_dir
     from delta_replay.session import local_session
 
     from .prepare import prepare
     from .report import report
 
-    plan = TINY if args.tiny else Plan.load(args.plan) if args.plan else Plan()
+    if (args.skip_prepare or args.report_only) and not args.work:
+        raise UsageError("--skip-prepare and --report-only need the --work-dir of an earlier run")
+    if args.work:
+        claim_work_dir(args.work)
+    try:
+        plan = TINY if args.tiny else Plan.load(args.plan) if args.plan else Plan()
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"--plan {args.plan}: not a test plan: {error}") from error
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="delta-replay-mor-") as tmp:

@@ -27,13 +27,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from delta_replay.cli_support import claim_work_dir
+
 from . import store as s3
 from .processes import generate_table, run_job
 from .readers import READERS, STREAM_READERS
 from .report import heap_figure
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
 
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_FILES = 10_000
@@ -81,11 +83,11 @@ class ReplayConfig:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReplayConfig:
-        """From the command line; raises SystemExit naming an unknown reader or measure."""
-        readers = ",".join(READERS) if args.readers is None else args.readers
+        """From the command line (the lists already checked by their argparse types)."""
+        readers = READERS if args.readers is None else args.readers
         default_measures = STORE_MEASURES if args.store else MEASURES
-        measures = ",".join(default_measures) if args.measures is None else args.measures
-        default_streams = "delta-replay,kernel-v2" if args.quick else ",".join(STREAM_READERS)
+        measures = default_measures if args.measures is None else args.measures
+        default_streams = ("delta-replay", "kernel-v2") if args.quick else STREAM_READERS
         streams = default_streams if args.stream_readers is None else args.stream_readers
 
         def sizes(value: list[int] | None) -> tuple[int, ...] | None:
@@ -94,9 +96,9 @@ class ReplayConfig:
         return cls(
             quick=args.quick,
             sizes=sizes(args.sizes),
-            readers=tuple(_split(readers, READERS, "reader(s)")),
-            stream_readers=tuple(_split(streams, STREAM_READERS, "stream reader(s)")),
-            measures=tuple(_split(measures, MEASURES, "measure(s)")),
+            readers=tuple(readers),
+            stream_readers=tuple(streams),
+            measures=tuple(measures),
             real_files=(500 if args.quick else 10_000)
             if args.real_files is None
             else args.real_files,
@@ -385,20 +387,12 @@ def merge_rows(prior: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[
     return merged + [r for r in rows if _row_key(r) in fresh]
 
 
-def _split(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
-    chosen = [v.strip() for v in value.split(",") if v.strip()] if value else []
-    unknown = [v for v in chosen if v not in allowed]
-    if unknown:
-        raise SystemExit(f"unknown {what} {unknown}: choose from {', '.join(allowed)}")
-    return chosen
-
-
 def run(namespace: argparse.Namespace) -> int:
     args = ReplayConfig.from_args(namespace)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="delta-replay-bench-") as tmp:
         if args.tables:
-            root = Path(args.tables)
+            root = claim_work_dir(args.tables, "--tables")
         elif args.quick:
             root = Path(tmp) / "tables"
         else:
@@ -455,6 +449,13 @@ def run(namespace: argparse.Namespace) -> int:
         print(markdown({"meta": meta, "rows": merge_rows(prior, rows)}), flush=True)
         if args.out:
             _say("wrote " + ", ".join(str(p) for p in written))
+    from .report import target_tally, targets
+
+    marked = targets(rows)
+    missed = [line for line in marked if ": MISSED)" in line]
+    _say(target_tally(marked))
+    for line in missed:
+        _say(f"MISSED target: {line}")
     failed = failed_cells(rows)
     for line in failed:
         _say(f"FAILED {line}")
@@ -464,85 +465,131 @@ def run(namespace: argparse.Namespace) -> int:
 
 
 def register(registry: CommandRegistry) -> None:
+    from delta_replay.cli_support import (
+        comma_list,
+        existing_file,
+        non_negative_int,
+        positive_float,
+        positive_int,
+        share,
+    )
+
     parser = registry.add(
         "bench",
         "replay",
         "log replay and planning cost of every reader, side by side",
         run,
         requires=("pyarrow", "matplotlib", "deltalake"),
-        install="pip install 'delta-replay-bench[bench]'",
+        install="pip install './benchmarks[bench]' in a checkout (delta-replay-bench)",
     )
     parser.add_argument(
         "--quick", action="store_true", help="one JVM, one 10K-file table in a temporary directory"
     )
-    parser.add_argument("--sizes", type=int, nargs="+", help="live files of the synthetic tables")
     parser.add_argument(
-        "--readers", help=f"comma-separated subset of {','.join(READERS)} ('' for none)"
+        "--sizes",
+        type=positive_int,
+        nargs="+",
+        help="live files of the synthetic tables (default: 10000 with --quick, else "
+        "10000 100000 1000000)",
+    )
+    parser.add_argument(
+        "--readers",
+        type=comma_list(READERS),
+        help=f"comma-separated subset of {','.join(READERS)} ('' for none; default: all)",
     )
     parser.add_argument(
         "--stream-readers",
-        help=f"comma-separated subset of {','.join(STREAM_READERS)} ('' for none)",
+        type=comma_list(STREAM_READERS),
+        help=f"comma-separated subset of {','.join(STREAM_READERS)} ('' for none; default: "
+        "delta-replay,kernel-v2 with --quick, else all)",
     )
-    parser.add_argument("--real-files", type=int, default=None, help="files of the real table")
-    parser.add_argument("--tables", help="cache directory of generated tables")
-    parser.add_argument("--out", help="report directory (default: print only)")
+    parser.add_argument(
+        "--real-files",
+        type=non_negative_int,
+        default=None,
+        help="files of the real table (default: 500 with --quick, else 10000)",
+    )
+    parser.add_argument(
+        "--tables",
+        metavar="DIR",
+        help="cache directory of generated tables, kept: new, empty or made by an earlier run "
+        "(default: a temporary one with --quick, else ~/.cache/delta-replay/bench-tables)",
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="report directory (default: print the table only)"
+    )
     parser.add_argument(
         "--merge",
-        help="an earlier result JSON: its rows are kept unless this run measures them again",
+        type=existing_file,
+        help="an earlier result JSON: its rows are kept unless this run measures them again "
+        "(default: none)",
     )
     parser.add_argument(
         "--measures",
+        type=comma_list(MEASURES),
         help=(
             f"comma-separated subset of {','.join(MEASURES)}: cold_selective is the process's "
-            "first query, the others follow cold planning ('' for none)"
+            "first query, the others follow cold planning ('' for none; default: all, with "
+            f"--store {','.join(STORE_MEASURES)})"
         ),
     )
     parser.add_argument("--driver-memory", default="4g", help="driver memory of every reader")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
+    parser.add_argument(
+        "--timeout", type=positive_float, default=1800.0, help="seconds per measurement"
+    )
     parser.add_argument(
         "--count-max-files",
-        type=int,
+        type=non_negative_int,
         default=100_000,
         help="skip the count measure of tables with more files (V1 excepted)",
     )
     parser.add_argument(
         "--scan-max-files",
-        type=int,
+        type=non_negative_int,
         default=10_000,
         help="skip the full-scan and join measures of tables with more files",
     )
     parser.add_argument(
         "--partition-values",
         dest="partitions",
-        type=int,
+        type=non_negative_int,
         default=20,
         help="distinct partition values of the synthetic tables (0: unpartitioned)",
     )
-    parser.add_argument("--dv-share", type=float, default=0.1, help="share of files with a DV")
+    parser.add_argument("--dv-share", type=share, default=0.1, help="share of files with a DV")
     parser.add_argument(
         "--compact-share",
-        type=float,
+        type=share,
         default=0.05,
         help="share of files a compaction commit removes (kept as tombstones)",
     )
     parser.add_argument(
         "--tail-share",
-        type=float,
+        type=share,
         default=0.02,
         help="share of files the commits after the checkpoint remove and re-add",
     )
     parser.add_argument(
-        "--tail-commits", type=int, default=10, help="JSON commits after the checkpoint"
+        "--tail-commits",
+        type=non_negative_int,
+        default=10,
+        help="JSON commits after the checkpoint",
     )
     parser.add_argument(
-        "--checkpoint-parts", type=int, default=1, help="parts of the checkpoint (1: single file)"
+        "--checkpoint-parts",
+        type=positive_int,
+        default=1,
+        help="parts of the checkpoint (1: single file)",
     )
     parser.add_argument(
-        "--stream-sizes", type=int, nargs="+", help="sizes with streaming runs (default: largest)"
+        "--stream-sizes",
+        type=positive_int,
+        nargs="+",
+        help="sizes with streaming runs (default: largest)",
     )
     parser.add_argument(
         "--cluster-sizes",
-        type=int,
+        type=positive_int,
         nargs="+",
         help="sizes with local-cluster runs (default: largest)",
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from delta_replay._jvm import jdataframe, jspark_context, jvm
+from delta_replay.jvm import jdataframe, jspark_context, jvm
 from pyspark.sql import DataFrame, SparkSession
 
 MB = 1024 * 1024

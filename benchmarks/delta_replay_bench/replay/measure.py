@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from delta_replay._jvm import jdataframe
+from delta_replay.jvm import jdataframe
 from delta_replay.read import scan_metrics
 from pyspark.sql import DataFrame, SparkSession
 

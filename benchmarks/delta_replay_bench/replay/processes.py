@@ -20,12 +20,18 @@ def generate_table(root: Path, extra: list[str], driver_memory: str, timeout_s: 
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     found: dict | None = None
     assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("MANIFEST "):
-            found = json.loads(line.removeprefix("MANIFEST "))
-        else:
-            print(line, end="", flush=True)
-    if proc.wait(timeout=timeout_s) != 0 or found is None:
+    try:
+        for line in proc.stdout:
+            if line.startswith("MANIFEST "):
+                found = json.loads(line.removeprefix("MANIFEST "))
+            else:
+                print(line, end="", flush=True)
+        code = proc.wait(timeout=timeout_s)
+    except BaseException:  # a timeout, Ctrl-C or SIGTERM: the generator's JVM goes too
+        proc.kill()
+        proc.wait()
+        raise
+    if code != 0 or found is None:
         raise RuntimeError(f"table generation failed ({' '.join(cmd)}): see its output above")
     return found
 

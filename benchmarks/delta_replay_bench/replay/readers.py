@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from delta_replay._jvm import jvm
+from delta_replay.jvm import jvm
 from delta_replay.read import read
 from pyspark.sql import DataFrame, SparkSession
 

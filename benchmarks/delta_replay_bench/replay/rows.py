@@ -42,6 +42,22 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{x:.2f}x" if x >= 0.1 else f"{x:.3f}x"
 
 
+def quotient(a: float | None, b: float | None) -> float | None:
+    """``a / b`` as :func:`ratio` shows it (rounded the same way), or None."""
+    if a is None or b is None or b == 0:
+        return None
+    x = a / b
+    return round(x, 2 if x >= 0.1 else 3)
+
+
+def target(value: float | None, limit: float, unit: str = "x") -> str:
+    """A target and whether this run met it: ``(target <= 0.5x: met)``, ``MISSED``, or
+    ``not measured``. Benchmarks mark their targets; they never fail a run on them."""
+    shown = f"{limit}x" if unit == "x" else f"{limit} {unit}"
+    verdict = "not measured" if value is None else "met" if value <= limit else "MISSED"
+    return f"(target <= {shown}: {verdict})"
+
+
 def auto_reader(rows: Iterable[Row], files: int) -> str:
     """This connector in auto mode at ``files``: read through its name, else through plain
     ``format("delta")`` (the routed reader)."""

@@ -285,7 +285,7 @@ def placed(store: Any, manifest: dict[str, Any]) -> dict[str, Any]:
 
 def new_s3a_client(spark: Any, url: str) -> None:
     """Closes the session's cached S3A client of ``url``'s bucket: the next read makes a new one."""
-    from delta_replay._jvm import jspark_context, jvm
+    from delta_replay.jvm import jspark_context, jvm
 
     hadoop = jspark_context(spark).hadoopConfiguration()
     j = jvm(spark)

@@ -30,7 +30,7 @@ from .driver import MARKER, STATE_FILE, STOP_FILE, RunData, StreamsRun, say
 from .schedule import REFERENCE_RATE, REFERENCE_STREAMS, Schedule
 
 if TYPE_CHECKING:
-    from delta_replay.cli import CommandRegistry
+    from delta_replay.cli_support import CommandRegistry
     from pyspark.sql import SparkSession
 
 SUSTAINED_SHARE = 0.8
@@ -188,6 +188,7 @@ def _schedule(args: argparse.Namespace) -> Schedule:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from delta_replay.cli_support import UsageError
     from delta_replay.session import local_session
 
     from . import report
@@ -202,6 +203,13 @@ def _run(args: argparse.Namespace) -> int:
         say(f"error: {error}")
         return 2
     temp = args.root is None
+    if not temp:
+        given = Path(args.root)
+        if given.is_dir() and any(given.iterdir()) and not (given / MARKER).exists():
+            raise UsageError(
+                f"--work-dir {given} exists, is not empty and is not the --work-dir of a "
+                "`bench streams run`: give a new or empty directory (nothing was written)"
+            )
     root = Path(args.root or tempfile.mkdtemp(prefix="delta-replay-streams-"))
     out = Path(args.out)
     started = time.monotonic()
@@ -260,9 +268,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _check_root(root: str) -> Path:
+    from delta_replay.cli_support import UsageError
+
     path = Path(root)
     if not (path / MARKER).exists():
-        raise SystemExit(f"[streams] error: {root} is not the root of a `bench streams run`")
+        raise UsageError(f"--work-dir {root} is not the --work-dir of a `bench streams run`")
     return path
 
 
@@ -355,17 +365,23 @@ def _drop(args: argparse.Namespace) -> int:
 
 
 def register(registry: CommandRegistry) -> None:
+    from delta_replay.cli_support import positive_float, positive_int
+
     parser = registry.add(
         "bench", "streams", "many rate streams into Delta on a phased schedule", _run
     )
     actions = parser.add_subparsers(dest="action", required=True)
     run = actions.add_parser("run", help="run the phased schedule (or --find-max)")
     run.set_defaults(handler=_run)
-    run.add_argument("--streams", type=int, default=REFERENCE_STREAMS, help="baseline streams N")
-    run.add_argument("--rate", type=int, default=REFERENCE_RATE, help="rows/s per stream R")
+    run.add_argument(
+        "--streams", type=positive_int, default=REFERENCE_STREAMS, help="baseline streams N"
+    )
+    run.add_argument(
+        "--rate", type=positive_int, default=REFERENCE_RATE, help="rows/s per stream R"
+    )
     run.add_argument(
         "--partitions",
-        type=int,
+        type=positive_int,
         default=1,
         help="partitions of every stream's rate source (numPartitions; the reference uses 8)",
     )
@@ -373,39 +389,63 @@ def register(registry: CommandRegistry) -> None:
         "--test-mode", action="store_true", help="5 streams, rate reduced by the same factor"
     )
     run.add_argument(
-        "--time-scale", type=float, default=1.0, help="multiply the phase times (0.1: 18/36/60 s)"
+        "--time-scale",
+        type=positive_float,
+        default=1.0,
+        help="multiply the phase times (0.1: 18/36/60 s)",
     )
-    run.add_argument("--duration", type=float, help="run seconds (default: back phase of 3 min)")
+    run.add_argument(
+        "--duration",
+        type=positive_float,
+        help="run seconds (default: to the end of the schedule's back phase of 3 min)",
+    )
     run.add_argument(
         "--trigger-seconds",
         dest="trigger",
-        type=float,
+        type=positive_float,
         default=1.0,
         help="processing-time trigger of every query, seconds",
     )
-    run.add_argument("--progress-every", type=float, default=5.0, help="seconds between lines")
+    run.add_argument(
+        "--progress-every", type=positive_float, default=5.0, help="seconds between lines"
+    )
     run.add_argument(
         "--stop-grace",
-        type=float,
+        type=positive_float,
         default=10.0,
         help="a scheduled stop waits for the running batch, at most this many seconds",
     )
     run.add_argument("--no-warm-up", action="store_true", help="skip the throw-away warm-up stream")
     run.add_argument(
-        "--work-dir", dest="root", help="tables + checkpoints directory (default: temporary)"
+        "--work-dir",
+        dest="root",
+        metavar="DIR",
+        help="tables + checkpoints directory, kept: new or empty (default: a temporary one, "
+        "deleted unless --keep)",
     )
-    run.add_argument("--keep", action="store_true", help="keep a temporary --root")
-    run.add_argument("--out", default=".", help="directory for streams.json/.md/.png")
     run.add_argument(
-        "--shuffle-partitions", type=int, default=2, help="spark.sql.shuffle.partitions of the run"
+        "--keep",
+        action="store_true",
+        help="keep the temporary directory used when --work-dir is not given",
+    )
+    run.add_argument(
+        "--out", metavar="DIR", default=".", help="directory for streams.json/.md/.png"
+    )
+    run.add_argument(
+        "--shuffle-partitions",
+        type=positive_int,
+        default=2,
+        help="spark.sql.shuffle.partitions of the run",
     )
     run.add_argument(
         "--find-max",
         action="store_true",
         help="search the highest sustainable total rate (baseline streams only)",
     )
-    run.add_argument("--step-seconds", type=float, default=30.0, help="find-max: seconds a step")
-    run.add_argument("--max-probes", type=int, default=8, help="find-max: most steps")
+    run.add_argument(
+        "--step-seconds", type=positive_float, default=30.0, help="find-max: seconds a step"
+    )
+    run.add_argument("--max-probes", type=positive_int, default=8, help="find-max: most steps")
     for name, handler, text in (
         ("status", _status, "state of the run in --work-dir"),
         ("stop", _stop, "stop the run in --work-dir cleanly"),
@@ -414,11 +454,20 @@ def register(registry: CommandRegistry) -> None:
     ):
         sub = actions.add_parser(name, help=text)
         sub.set_defaults(handler=handler)
-        sub.add_argument("--work-dir", dest="root", required=True, help="the --work-dir of a `run`")
+        sub.add_argument(
+            "--work-dir",
+            dest="root",
+            metavar="DIR",
+            required=True,
+            help="the --work-dir of a `run`",
+        )
         if name == "stop":
             sub.add_argument(
-                "--wait", type=float, default=60.0, help="seconds to wait for the run to stop"
+                "--wait",
+                type=positive_float,
+                default=60.0,
+                help="seconds to wait for the run to stop",
             )
         if name == "analyze":
-            sub.add_argument("--out", help="report directory (default: --work-dir)")
+            sub.add_argument("--out", metavar="DIR", help="report directory (default: --work-dir)")
             sub.add_argument("--no-verify", action="store_true", help="skip counting the tables")

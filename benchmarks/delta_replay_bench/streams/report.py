@@ -99,7 +99,7 @@ def plot(result: dict[str, Any], data: RunData, path: Path) -> Path | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        say("matplotlib not installed (pip install 'delta-replay-bench[bench]'): no PNG")
+        say("matplotlib not installed (pip install './benchmarks[bench]' in a checkout): no PNG")
         return None
     fig, (ax_bar, ax_rows, ax_lat) = plt.subplots(3, 1, figsize=(11, 12))
     phases = result["phases"]

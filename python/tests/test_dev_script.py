@@ -1,0 +1,47 @@
+"""``./dev``'s output in a log: pip's noise only when an install fails, no colour codes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+DEV = Path(__file__).resolve().parents[2] / "dev"
+
+
+def _function(name: str) -> str:
+    """The text of one shell function of ``dev`` (``name() { ... }`` up to its closing brace)."""
+    lines = DEV.read_text().splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith(f"{name}() {{"))
+    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+    return "\n".join(lines[start : end + 1])
+
+
+def _bash(script: str) -> subprocess.CompletedProcess[str]:
+    # stdout is a pipe here, as in a CI log
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+
+
+def test_quietly_prints_a_commands_output_only_when_it_fails(tmp_path: Path) -> None:
+    log = tmp_path / "sub" / "pip.log"
+    quietly = _function("quietly")
+    ok = _bash(f"{quietly}\nquietly {log} sh -c 'echo Editable installation banner >&2'")
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "")
+    assert "Editable installation" in log.read_text()
+    failed = _bash(f"{quietly}\nquietly {log} sh -c 'echo the reason; exit 3'")
+    assert failed.returncode == 3
+    assert "[dev] failed" in failed.stdout and "the reason" in failed.stdout
+
+
+def test_bootstrap_sends_pip_through_quietly() -> None:
+    bootstrap = _function("bootstrap")
+    pips = [x for x in bootstrap.splitlines() if "pip install" in x]
+    assert pips and all(x.strip().startswith('quietly "$log"') for x in pips), pips
+
+
+def test_no_colour_when_stdout_is_not_a_terminal() -> None:
+    lines = DEV.read_text().splitlines()
+    [setting] = [x for x in lines if "SBT_COLOR=false" in x]
+    out = _bash(f"unset CI SBT_COLOR NO_COLOR\n{setting}\necho $SBT_COLOR $NO_COLOR")
+    assert out.stdout.split() == ["false", "1"], out
+    # build/sbt hands it to sbt
+    assert '-Dsbt.color="${SBT_COLOR:-auto}"' in (DEV.parent / "build" / "sbt").read_text()
