@@ -156,8 +156,8 @@ trait Differential { oracle: DeltaOracle =>
               }
               val past = travels.result()
               if (step.op.isDefined) {
-                stats = stats + RunStats(0, 0, 0, 0, 0, Nil, features = step.op.get.features,
-                  changes = 1)
+                stats =
+                  stats + RunStats(0, 0, 0, 0, 0, Nil, features = step.op.get.features, changes = 1)
                 ask(step.columns, past, perStep)
               }
               travels += Travel(step.version, commitTime(path, step.version), step.columns)
@@ -166,7 +166,9 @@ trait Differential { oracle: DeltaOracle =>
         catch {
           case NonFatal(e) if !e.isInstanceOf[org.scalatest.exceptions.TestFailedException] =>
             // delta-spark refused to create the table (not a reader question): skip it
-            System.err.println(s"differential: seed $seed table not written: ${e.getMessage.take(200)}")
+            System.err.println(
+              s"differential: seed $seed table not written: ${e.getMessage.take(200)}"
+            )
             return RunStats.empty
         }
       val written_ = table.copy(ops = table.ops.take(steps.size - 1))
@@ -198,7 +200,8 @@ trait Differential { oracle: DeltaOracle =>
   ): Unit =
     cols.filter(_.generatedAs.isEmpty).zipWithIndex.foreach { case (c, i) =>
       val key = (c.uid, c.kind.ddl)
-      written(key) = written.getOrElse(key, Vector.empty) ++ rows.map(_.get(i + 1)).filter(_ != null)
+      written(key) =
+        written.getOrElse(key, Vector.empty) ++ rows.map(_.get(i + 1)).filter(_ != null)
     }
 
   /** The commit time of `version` as a `timestampAsOf` value in the session time zone. */
@@ -287,8 +290,8 @@ trait Differential { oracle: DeltaOracle =>
 
   /**
    * The columns as (name, type) and the rows as typed values in a canonical order: binary as byte
-   * sequences, floating point values by their bits (so NaN equals NaN and -0.0 differs from 0.0,
-   * as the same Parquet bytes read twice must), the type of each value kept (an INT answer never
+   * sequences, floating point values by their bits (so NaN equals NaN and -0.0 differs from 0.0, as
+   * the same Parquet bytes read twice must), the type of each value kept (an INT answer never
    * equals a BIGINT one).
    */
   private def answer(df: DataFrame): Answer = {
@@ -360,9 +363,9 @@ trait Differential { oracle: DeltaOracle =>
 
   /**
    * Why our answer in `mode` differs from `expected`, if it does. An answer counts only when this
-   * connector gave it: a plan with a delta-spark scan, or with neither this connector's scan nor its
-   * aggregates from statistics nor a local relation (Spark's optimizer proved the answer empty), is
-   * a difference.
+   * connector gave it: a plan with a delta-spark scan, or with neither this connector's scan nor
+   * its aggregates from statistics nor a local relation (Spark's optimizer proved the answer
+   * empty), is a difference.
    */
   private def differs(q: Query, path: String, mode: String, expected: Answer): Option[String] =
     withMode(mode) {
@@ -377,7 +380,8 @@ trait Differential { oracle: DeltaOracle =>
           Some(s"columns differ: V1 ${expected._1}, ours ${actual._1}")
         } else if (actual._2 == expected._2) None
         else {
-          def show(rows: Seq[Seq[Any]]) = rows.take(3).map(_.map(Values.show).mkString("(", ", ", ")"))
+          def show(rows: Seq[Seq[Any]]) =
+            rows.take(3).map(_.map(Values.show).mkString("(", ", ", ")"))
           val missing = show(expected._2.diff(actual._2))
           val extra = show(actual._2.diff(expected._2))
           Some(
@@ -468,7 +472,8 @@ trait Differential { oracle: DeltaOracle =>
           .option("checkpointLocation", ckpt)
           .foreachBatch { (d: DataFrame, id: Long) =>
             val ids = d.select("id").collect().map(_.getLong(0)).sorted
-            if (ids.nonEmpty) seen.add(id -> s"${columnTypes(d).mkString(",")}: ${ids.mkString(",")}")
+            if (ids.nonEmpty)
+              seen.add(id -> s"${columnTypes(d).mkString(",")}: ${ids.mkString(",")}")
             ()
           }
           .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())

@@ -9,8 +9,8 @@ import org.scalatest.funsuite.AnyFunSuite
 /**
  * The short run of the differential test (part of `./dev test`): a few tables whose shapes together
  * cover every feature of the generator ([[Feature.all]]), each read after every step of its
- * history. Split in two suites ([[DifferentialSuite]], [[DifferentialSecondSuite]]) so that
- * `./dev test` runs the halves in two JVMs side by side (build.sbt).
+ * history. Split in two suites ([[DifferentialSuite]], [[DifferentialSecondSuite]]) so that `./dev
+ * test` runs the halves in two JVMs side by side (build.sbt).
  */
 object ShortRun {
   import ColumnType._
@@ -119,9 +119,9 @@ class DifferentialSecondSuite extends DifferentialRun(ShortRun.second)
 
 /**
  * The differential test against delta-spark V1 (see [[Differential]]). By default the short run of
- * `profiles` (each table read after each step, then 10 more queries, each answered in `auto` and
- * in one forced mode in turn). `./dev fuzz --minutes N [--seed S]` runs this suite for N minutes
- * with fresh seeds, random shapes and every mode for every query (`testOnly
+ * `profiles` (each table read after each step, then 10 more queries, each answered in `auto` and in
+ * one forced mode in turn). `./dev fuzz --minutes N [--seed S]` runs this suite for N minutes with
+ * fresh seeds, random shapes and every mode for every query (`testOnly
  * io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`) and prints a summary
  * block that docs/correctness.md takes as it is.
  */
@@ -144,7 +144,9 @@ abstract class DifferentialRun(profiles: Seq[ShortRun.Profile])
       scala.sys.process.Process(Seq("git", "-C", root, "rev-parse", "--short", "HEAD")).!!.trim
     } catch { case scala.util.control.NonFatal(_) => "unknown" }
 
-  test(s"generated tables and queries answer as V1 does (seeds ${profiles.map(_.seed).mkString(", ")})") {
+  test(
+    s"generated tables and queries answer as V1 does (seeds ${profiles.map(_.seed).mkString(", ")})"
+  ) {
     withTempDir { dir =>
       val minutes = setting("minutes").map(_.toDouble)
       val started = System.nanoTime()
@@ -153,8 +155,15 @@ abstract class DifferentialRun(profiles: Seq[ShortRun.Profile])
       val (first, last) = minutes match {
         case None =>
           profiles.foreach { p =>
-            val s = run(dir, p.seed, Some(p.shape), perStep = 1, atEnd = 10, allModes = false,
-              streams = p.stream)
+            val s = run(
+              dir,
+              p.seed,
+              Some(p.shape),
+              perStep = 1,
+              atEnd = 10,
+              allModes = false,
+              streams = p.stream
+            )
             s.differences.foreach(d => System.err.println(d.report + "\n"))
             val missed = p.features.filterNot(s.features.contains)
             assert(missed.isEmpty, s"seed ${p.seed} did not exercise ${missed.mkString(", ")}")
@@ -165,8 +174,7 @@ abstract class DifferentialRun(profiles: Seq[ShortRun.Profile])
           val from = setting("seed").map(_.toLong).getOrElse(new Random().nextLong() & 0xffffffffL)
           var seed = from
           while (elapsedMinutes < m) {
-            val s = run(dir, seed, None, perStep = 2, atEnd = 20, allModes = true,
-              streams = true)
+            val s = run(dir, seed, None, perStep = 2, atEnd = 20, allModes = true, streams = true)
             s.differences.foreach(d => System.err.println(d.report + "\n"))
             stats = stats + s
             println(f"differential: seed $seed, ${elapsedMinutes * 60}%.0f s: ${stats.summary}")

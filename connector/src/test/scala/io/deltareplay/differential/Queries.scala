@@ -55,8 +55,7 @@ object Query {
   }
 
   /** `SELECT columns WHERE pred` (at `at`). */
-  final case class Select(columns: Seq[String], pred: Option[Pred], at: At = Newest)
-      extends Query {
+  final case class Select(columns: Seq[String], pred: Option[Pred], at: At = Newest) extends Query {
     def describe: String =
       s"SELECT ${columns.mkString(", ")}" + pred.fold("")(p => s" WHERE ${p.sql}") + at.describe
     override def features: Set[String] = at match {
@@ -78,11 +77,11 @@ final case class Travel(version: Long, timestamp: String, columns: Seq[Column])
 
 /**
  * Random queries over a table's columns at one point of its history: comparisons (`=`, `<`, `<=`,
- * `>`, `>=`, `<=>`, `!=`), `IN`, null tests (of structs and their fields too), `LIKE 'prefix%'`
- * and `startsWith`, struct fields, array sizes and elements, map values, `AND`/`OR`/`NOT`, casts,
- * a Scala UDF, on data and partition columns mixed (every name quoted), with literals from the
- * values the table holds and each type's edge values; projections with partition columns,
- * `_metadata` and `input_file_name()`; aggregates; time travel by version and by timestamp.
+ * `>`, `>=`, `<=>`, `!=`), `IN`, null tests (of structs and their fields too), `LIKE 'prefix%'` and
+ * `startsWith`, struct fields, array sizes and elements, map values, `AND`/`OR`/`NOT`, casts, a
+ * Scala UDF, on data and partition columns mixed (every name quoted), with literals from the values
+ * the table holds and each type's edge values; projections with partition columns, `_metadata` and
+ * `input_file_name()`; aggregates; time travel by version and by timestamp.
  */
 final class Queries(
     columns: Seq[Column],

@@ -172,8 +172,12 @@ final case class TableRecipe(
       Some(Feature.CmName).filter(_ => properties.get(Cm).contains("name")),
       Some(Feature.CmId).filter(_ => properties.get(Cm).contains("id")),
       Some(Feature.Dv).filter(_ => properties.get(DvKey).contains("true")),
-      Some(Feature.QuotedNames).filter(_ => kinds.exists(c => c.q != s"`${c.name}`" ||
-        !c.name.forall(ch => ch.isLetterOrDigit || ch == '_'))),
+      Some(Feature.QuotedNames).filter(_ =>
+        kinds.exists(c =>
+          c.q != s"`${c.name}`" ||
+            !c.name.forall(ch => ch.isLetterOrDigit || ch == '_')
+        )
+      ),
       Some(Feature.Nested).filter(_ => kinds.exists(_.kind.nested)),
       Some(Feature.GeneratedPartition).filter(_ => kinds.exists(_.generatedAs.isDefined)),
       Some(Feature.StatsJsonOnly)
@@ -205,9 +209,9 @@ final case class TableRecipe(
   }
 
   /**
-   * Writes the table step by step, calling `after` with each step once it is committed (the reads of
-   * one session between changes); returns the steps that were written. A step delta-spark refuses
-   * ends the history there.
+   * Writes the table step by step, calling `after` with each step once it is committed (the reads
+   * of one session between changes); returns the steps that were written. A step delta-spark
+   * refuses ends the history there.
    */
   def build(spark: SparkSession, path: String)(after: Step => Unit): Seq[Step] = {
     def version() = org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).update().version
@@ -225,9 +229,12 @@ final case class TableRecipe(
         steps += step
         after(step)
       } catch {
-        case scala.util.control.NonFatal(e) if !e.isInstanceOf[org.scalatest.exceptions.TestFailedException] =>
-          System.err.println(s"differential: seed $seed: '${op.describe}' not written: " +
-            e.getMessage.take(300))
+        case scala.util.control.NonFatal(e)
+            if !e.isInstanceOf[org.scalatest.exceptions.TestFailedException] =>
+          System.err.println(
+            s"differential: seed $seed: '${op.describe}' not written: " +
+              e.getMessage.take(300)
+          )
           refused = true
       }
     }
@@ -249,17 +256,20 @@ final case class TableRecipe(
       spark
         .createDataFrame(rows.asJava, schemaOf(cols.filter(_.generatedAs.isEmpty)))
         .createOrReplaceTempView(view)
-      try {
+      try
         spark
           .sql(
             s"MERGE INTO delta.`$path` t USING $view s ON t.id = s.id " +
               s"WHEN MATCHED AND s.id % 3 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET $set " +
               "WHEN NOT MATCHED THEN INSERT " +
               cols.filter(_.generatedAs.isEmpty).map(_.q).mkString("(id, ", ", ", ")") +
-              cols.filter(_.generatedAs.isEmpty).map(c => s"s.${c.q}").mkString(" VALUES (s.id, ", ", ", ")")
+              cols
+                .filter(_.generatedAs.isEmpty)
+                .map(c => s"s.${c.q}")
+                .mkString(" VALUES (s.id, ", ", ", ")")
           )
           .collect()
-      } finally spark.catalog.dropTempView(view)
+      finally spark.catalog.dropTempView(view)
       val _ = m
     case Op.Optimize => spark.sql(s"OPTIMIZE delta.`$path`").collect()
     case Op.Checkpoint(kind) =>
@@ -270,7 +280,9 @@ final case class TableRecipe(
           try log.checkpoint()
           finally spark.conf.unset("spark.databricks.delta.checkpoint.partSize")
         case "v2" =>
-          spark.sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2')")
+          spark.sql(
+            s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2')"
+          )
           spark.conf.set("spark.databricks.delta.checkpoint.partSize", "2")
           try org.apache.spark.sql.delta.DeltaLog.forTable(spark, path).checkpoint()
           finally spark.conf.unset("spark.databricks.delta.checkpoint.partSize")
@@ -299,8 +311,8 @@ final case class TableRecipe(
  * Random tables with histories that change them: columns of every kind (nested ones too, names that
  * need quoting), partitions of every type the issue names and a generated one, deletion vectors,
  * column mapping, checkpoints of every kind, log cleanup; schema changes between reads (ADD, DROP,
- * RENAME, DROP then ADD of one name, type widening, statistics settings, deletion vectors or
- * column mapping enabled part-way), UPDATE, MERGE, DELETE, OPTIMIZE.
+ * RENAME, DROP then ADD of one name, type widening, statistics settings, deletion vectors or column
+ * mapping enabled part-way), UPDATE, MERGE, DELETE, OPTIMIZE.
  */
 object Tables {
 
@@ -357,7 +369,9 @@ object Tables {
   private def names(r: Random, quoted: Boolean, cm: Boolean): Iterator[String] = {
     // without column mapping delta-spark refuses " ,;{}()\n\t=" in names
     val odd = if (cm) Seq("c d", "e.f", "g;h=", "i`j", "k,l") else Seq("e.f", "i`j")
-    Iterator.from(0).map(i => if (quoted && r.nextInt(2) == 0) s"${odd(r.nextInt(odd.size))}$i" else s"c$i")
+    Iterator
+      .from(0)
+      .map(i => if (quoted && r.nextInt(2) == 0) s"${odd(r.nextInt(odd.size))}$i" else s"c$i")
   }
 
   def generate(seed: Long, shape: Option[Shape] = None): TableRecipe = {
@@ -426,8 +440,10 @@ object Tables {
         case Feature.Update =>
           val c = current.filter(leaf)(r.nextInt(current.count(leaf)))
           val v = Values.pick(pool(c), r)
-          sql(s"UPDATE $$t SET ${c.q} = ${c.kind.literal(v)} WHERE id % 3 = ${r.nextInt(3)}",
-            Feature.Update)
+          sql(
+            s"UPDATE $$t SET ${c.q} = ${c.kind.literal(v)} WHERE id % 3 = ${r.nextInt(3)}",
+            Feature.Update
+          )
         case Feature.Merge =>
           val set = data.filter(leaf).take(2).map(c => s"t.${c.q} = s.${c.q}")
           if (set.nonEmpty) add(Op.Merge(current, mergeRows(), set.mkString(", ")))
@@ -480,21 +496,32 @@ object Tables {
               pools(c.uid) = pool(c).map(v => if (v == null) null else c.kind.widen(v))
           }
         case Feature.IndexedCols =>
-          sql(s"ALTER TABLE $$t SET TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = " +
-            s"'${1 + r.nextInt(3)}')", Feature.IndexedCols)
+          sql(
+            s"ALTER TABLE $$t SET TBLPROPERTIES ('delta.dataSkippingNumIndexedCols' = " +
+              s"'${1 + r.nextInt(3)}')",
+            Feature.IndexedCols
+          )
         case Feature.StatsColumns =>
           val cols = r.shuffle(data.filter(leaf)).take(2).map(_.q)
           if (cols.nonEmpty) {
-            sql(s"ALTER TABLE $$t SET TBLPROPERTIES ('delta.dataSkippingStatsColumns' = " +
-              s"'${cols.mkString(",").replace("'", "\\'")}')", Feature.StatsColumns)
+            sql(
+              s"ALTER TABLE $$t SET TBLPROPERTIES ('delta.dataSkippingStatsColumns' = " +
+                s"'${cols.mkString(",").replace("'", "\\'")}')",
+              Feature.StatsColumns
+            )
           }
         case Feature.DvLater if !dvOn =>
-          sql("ALTER TABLE $t SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
-            Feature.DvLater)
+          sql(
+            "ALTER TABLE $t SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
+            Feature.DvLater
+          )
           dvOn = true
         case Feature.CmLater if !cmOn =>
-          sql("ALTER TABLE $t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', " +
-            "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')", Feature.CmLater)
+          sql(
+            "ALTER TABLE $t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', " +
+              "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')",
+            Feature.CmLater
+          )
           cmOn = true
         case _ => add(Op.Append(current, rows(1 + r.nextInt(8)), 1))
       }

@@ -71,9 +71,14 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
   private def awaitBlocked(t: Thread): Unit = {
     import Thread.State._
     val deadline = System.nanoTime() + 30L * 1000000000L
-    while (!Set(WAITING, TIMED_WAITING, BLOCKED).contains(t.getState) && System.nanoTime() < deadline)
+    while (
+      !Set(WAITING, TIMED_WAITING, BLOCKED).contains(t.getState) && System.nanoTime() < deadline
+    )
       Thread.onSpinWait()
-    assert(Set(WAITING, TIMED_WAITING, BLOCKED).contains(t.getState), s"${t.getName}: ${t.getState}")
+    assert(
+      Set(WAITING, TIMED_WAITING, BLOCKED).contains(t.getState),
+      s"${t.getName}: ${t.getState}"
+    )
   }
 
   test("a file another thread is reading is read once: the second reader waits for its bytes") {
@@ -95,7 +100,8 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       val first = new Thread(() => { CommitTexts.bytes(spark, status)(slowRead()); () })
       first.start()
       started.await()
-      val second = new java.util.concurrent.FutureTask(() => CommitTexts.bytes(spark, status)(slowRead()))
+      val second =
+        new java.util.concurrent.FutureTask(() => CommitTexts.bytes(spark, status)(slowRead()))
       val secondThread = new Thread(second)
       secondThread.start()
       awaitBlocked(secondThread) // the second reader is waiting, not reading
