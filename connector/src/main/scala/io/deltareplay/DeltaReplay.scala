@@ -1,7 +1,7 @@
 package io.deltareplay
 
-import io.deltareplay.internal.DeltaReplayScan
-import io.deltareplay.internal.MetadataAggregates.StatsAggregateScan
+import io.deltareplay.internal.planning.MetadataAggregates.StatsAggregateScan
+import io.deltareplay.internal.scan.DeltaReplayScan
 import org.apache.spark.sql.Dataset
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}

@@ -1,6 +1,6 @@
 package io.deltareplay
 
-import io.deltareplay.internal.{
+import io.deltareplay.internal.routing.{
   ResolveDeltaLoads,
   ReturnWriteTargets,
   RouteDeltaReads,
@@ -27,7 +27,7 @@ import org.apache.spark.sql.SparkSessionExtensions
  * `deltareplay.route=false`.
  *
  * It also registers `delta_replay_version()` and `delta_replay_scan_metrics(TABLE(query))`, which
- * answer any client, a Spark Connect client included (see `internal.SqlFunctions`).
+ * answer any client, a Spark Connect client included (see `internal.routing.SqlFunctions`).
  */
 class DeltaReplayExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {

@@ -4,7 +4,9 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.{DeltaReplayTable, Errors, ReadConf, TableSnapshot, TailPrefetch}
+import io.deltareplay.internal.log.{TableSnapshot, TailPrefetch}
+import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.scan.DeltaReplayTable
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform

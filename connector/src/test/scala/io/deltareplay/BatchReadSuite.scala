@@ -72,8 +72,8 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       val checkpoints = new File(path, "_delta_log")
         .list()
         .toSeq
-        .flatMap(internal.LogFiles.parse)
-        .collect { case internal.LogFiles.SingleCheckpoint(v) => v }
+        .flatMap(internal.log.LogFiles.parse)
+        .collect { case internal.log.LogFiles.SingleCheckpoint(v) => v }
         .sorted
       assert(checkpoints.size >= 3, checkpoints)
       val newest = latestVersion(path)
@@ -181,7 +181,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
         "spark.deltareplay.index.buildInBackground" -> "false"
       ) {
-        io.deltareplay.internal.IndexCache.clear(spark)
+        io.deltareplay.internal.index.IndexCache.clear(spark)
         val df = query(ours(path))
         assert(sorted(df) === sorted(query(v1(path))))
         val m = deltaReplayScans(df).head.metrics
@@ -191,12 +191,12 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
-  private def footerFacts(file: File): io.deltareplay.internal.FooterFacts = {
+  private def footerFacts(file: File): io.deltareplay.internal.log.FooterFacts = {
     val in = org.apache.parquet.hadoop.util.HadoopInputFile
       .fromPath(new org.apache.hadoop.fs.Path(file.getPath), spark.sessionState.newHadoopConf())
     val reader = org.apache.parquet.hadoop.ParquetFileReader.open(in)
     try
-      io.deltareplay.internal
+      io.deltareplay.internal.log
         .FooterFacts(reader.getFooter, new org.apache.spark.sql.types.StructType())
     finally reader.close()
   }
@@ -258,7 +258,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       assertSameAsV1(path)
       assertLiveFilesMatch(path, latestVersion(path))
       // every line of these commits decoded by the streaming decoder as the tree decodes it
-      io.deltareplay.internal.ActionLineSuite.assertDecodedAsTree(
+      io.deltareplay.internal.log.ActionLineSuite.assertDecodedAsTree(
         (0L to latestVersion(path)).flatMap { v =>
           io.deltareplay.test.LogFixtures
             .readLines(io.deltareplay.test.LogFixtures.commitFile(path, v))
@@ -298,7 +298,8 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       withGeneratedCode {
         val df = ours(path)
         val scan = deltaReplayScans(df).head
-        val factory = scan.toBatch.createReaderFactory().asInstanceOf[internal.DeltaReaderFactory]
+        val factory =
+          scan.toBatch.createReaderFactory().asInstanceOf[internal.read.DeltaReaderFactory]
         assert(factory.rowIndexOrdinal >= 0, "the scan should filter rows by deletion vector")
         assert(factory.columnar, "DV reads should stay columnar")
         val plan = df.queryExecution.executedPlan.toString
@@ -310,11 +311,11 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         // `_metadata` is joined to rows: rows decoded by the vectorized reader
         val withMeta = ours(path).select("id", "_metadata.file_name")
         val metaFactory = deltaReplayScans(withMeta).head.toBatch.createReaderFactory()
-        assert(metaFactory.asInstanceOf[internal.DeltaReaderFactory].vectorizedRows)
+        assert(metaFactory.asInstanceOf[internal.read.DeltaReaderFactory].vectorizedRows)
         assert(withMeta.count() === v1(path).count())
         withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
           val plain = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
-          val rows = plain.asInstanceOf[internal.DeltaReaderFactory]
+          val rows = plain.asInstanceOf[internal.read.DeltaReaderFactory]
           assert(!rows.vectorizedRows && !rows.columnar)
           assertSameAsV1(path, modes = Seq("local"))
         }
@@ -503,7 +504,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         .partitionBy("part")
         .save(fact)
       // partition values as delta-spark writes them, decoded as the tree decodes them
-      io.deltareplay.internal.ActionLineSuite.assertDecodedAsTree(
+      io.deltareplay.internal.log.ActionLineSuite.assertDecodedAsTree(
         io.deltareplay.test.LogFixtures
           .readLines(io.deltareplay.test.LogFixtures.commitFile(fact, 0))
       )

@@ -2,7 +2,9 @@ package io.deltareplay
 
 import java.io.File
 
-import io.deltareplay.internal.{DeltaReplayScan, IndexCache, ManifestPartition, Scratch}
+import io.deltareplay.internal.index.IndexCache
+import io.deltareplay.internal.planning.{ManifestPartition, Scratch}
+import io.deltareplay.internal.scan.DeltaReplayScan
 import io.deltareplay.test.DeltaOracle
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame

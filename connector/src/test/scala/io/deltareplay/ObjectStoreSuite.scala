@@ -3,7 +3,7 @@ package io.deltareplay
 import java.io.File
 import java.net.ServerSocket
 
-import io.deltareplay.internal.IndexCache
+import io.deltareplay.internal.index.IndexCache
 import io.deltareplay.test.{DeltaOracle, S3Proxy}
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.DataFrame
@@ -201,8 +201,8 @@ class ObjectStoreSuite extends AnyFunSuite with DeltaOracle {
    * total (every request the SDK executed, as counted by S3A's auditing). S3A 3.5 reads through the
    * analytics stream, whose GETs are not all in `action_http_get_request`, so GETs are the total
    * less the other kinds. The listings the connector sends through S3A's S3 client itself
-   * ([[io.deltareplay.internal.S3Listing]], a LIST from a key on) are not in these statistics: they
-   * are added from its own count.
+   * ([[io.deltareplay.internal.log.S3Listing]], a LIST from a key on) are not in these statistics:
+   * they are added from its own count.
    */
   private def requests(): Map[String, Long] = {
     val io = fs(s"s3a://$bucket/")
@@ -215,7 +215,7 @@ class ObjectStoreSuite extends AnyFunSuite with DeltaOracle {
     val writes = get("object_put_request") + get("object_delete_request") +
       get("object_bulk_delete_request") + get("multipart_upload_started")
     val total = get("audit_request_execution")
-    val ours = _root_.io.deltareplay.internal.S3Listing.requests.get()
+    val ours = _root_.io.deltareplay.internal.log.S3Listing.requests.get()
     Map(
       "LIST" -> (list + ours),
       "HEAD" -> head,

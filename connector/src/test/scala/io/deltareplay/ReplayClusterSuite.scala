@@ -107,7 +107,7 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
 
   test("planning on the executors: manifests written and expanded in executor JVMs match V1") {
     val path = sharedTable
-    io.deltareplay.internal.IndexCache.clear(spark) // the test before kept this table's state
+    io.deltareplay.internal.index.IndexCache.clear(spark) // the test before kept this table's state
     // Small splits: files span several bins, bins hold several splits, DV files among them.
     withConf(
       "spark.sql.files.maxPartitionBytes" -> "2048",
@@ -142,7 +142,7 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
   test("the snapshot index on the executors, rolled forward by new commits, matches V1") {
     withTempDir { dir =>
       val path = copyOfTable(dir) // this test commits to it
-      io.deltareplay.internal.IndexCache.clear(spark)
+      io.deltareplay.internal.index.IndexCache.clear(spark)
       withConf(
         "spark.deltareplay.replay.mode" -> "auto",
         "spark.deltareplay.planning.mode" -> "executors"

@@ -57,7 +57,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
   private def resolvedAtLoad(df: org.apache.spark.sql.DataFrame): Boolean =
     df.queryExecution.analyzed.exists {
       case r: org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation =>
-        r.table.isInstanceOf[internal.DeltaReplayTable]
+        r.table.isInstanceOf[internal.scan.DeltaReplayTable]
       case _ => false
     }
 
@@ -101,7 +101,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
       assert(streamed.queryExecution.analyzed.exists {
         case s: org.apache.spark.sql.catalyst.streaming.StreamingRelationV2 =>
           // no delta-spark relation kept beside it: delta-spark never resolved this one
-          s.table.isInstanceOf[internal.DeltaReplayTable] && s.v1Relation.isEmpty
+          s.table.isInstanceOf[internal.scan.DeltaReplayTable] && s.v1Relation.isEmpty
         case _ => false
       })
       val v1Stream = spark.readStream.format("delta").option("deltareplay.route", "false")
@@ -328,7 +328,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         Set(O.VersionAsOf, O.TimestampAsOf, O.RouteOption, O.SnapshotStorageLevel, "path", "paths")
           .map(_.toLowerCase)
       assert(untested.isEmpty, s"options without a value in this test: $untested")
-      val defaults = internal.ReadConf(spark, Map.empty)
+      val defaults = internal.planning.ReadConf(spark, Map.empty)
       values.foreach { case (key, value) =>
         val direct = deltaReplayScans(ours(path, Map(key -> value))).head.conf
         val viaRouting = spark.read.format("delta").option(key, value).load(path)

@@ -2,7 +2,9 @@ package io.deltareplay
 
 import scala.util.Random
 
-import io.deltareplay.internal.{IndexBuilds, IndexCache}
+import io.deltareplay.internal.index.{IndexBuilds, IndexCache}
+import io.deltareplay.internal.log.{LogReader, TableSnapshot, TailPrefetch}
+import io.deltareplay.internal.replay.LocalReplay
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
 import org.apache.spark.sql.delta.DeltaLog
 import org.apache.spark.sql.functions.col
@@ -199,7 +201,6 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
   }
 
   test("the commits after a checkpoint are parsed ahead of need when a DataFrame is created") {
-    import io.deltareplay.internal.{LocalReplay, LogReader, TableSnapshot, TailPrefetch}
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
       spark.range(0, 40, 1, 4).write.format("delta").save(path)

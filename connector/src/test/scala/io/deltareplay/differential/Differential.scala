@@ -103,8 +103,8 @@ trait Differential { oracle: DeltaOracle =>
   /**
    * Modes besides `auto`: the forced replay modes; `filtered`: every read replayed as a Spark job
    * with no index kept, so a read with filters on a table with a checkpoint reads only the
-   * checkpoint adds they may match ([[io.deltareplay.internal.CheckpointFilter]]); `window`: the
-   * distributed replay by the keyed window (over the commits after the checkpoint when there is
+   * checkpoint adds they may match ([[io.deltareplay.internal.replay.CheckpointFilter]]); `window`:
+   * the distributed replay by the keyed window (over the commits after the checkpoint when there is
    * one, the checkpoint kept map-side), not the driver-reconciled fast path.
    */
   val forcedModes: Seq[String] = Seq("local", "distributed", "executors", "filtered", "window")

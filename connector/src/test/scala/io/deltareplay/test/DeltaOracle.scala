@@ -1,13 +1,9 @@
 package io.deltareplay.test
 
-import io.deltareplay.internal.{
-  DeltaReplayScan,
-  DriverIndex,
-  DvDescriptor,
-  ExecutorIndex,
-  ScanMetrics
-}
-import io.deltareplay.internal.MetadataAggregates.StatsAggregateScan
+import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex}
+import io.deltareplay.internal.log.DvDescriptor
+import io.deltareplay.internal.scan.{DeltaReplayScan, ScanMetrics}
+import io.deltareplay.internal.planning.MetadataAggregates.StatsAggregateScan
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.delta.DeltaLog
 import org.apache.spark.sql.execution.{FileSourceScanExec, LocalTableScanExec, SparkPlan}

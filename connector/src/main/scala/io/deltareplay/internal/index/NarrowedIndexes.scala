@@ -1,0 +1,75 @@
+package io.deltareplay.internal.index
+
+import io.deltareplay.internal.planning.ReadPolicy
+import io.deltareplay.internal.session.{BoundedLru, PerSession}
+import io.deltareplay.internal.skipping.FileFilter
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{AttributeSeq, BindReferences, Expression}
+
+/**
+ * Narrowed indexes (the files one query's filters may match, read through a [[CheckpointFilter]])
+ * of table versions whose whole index is not cached yet, kept per SparkSession, so that the same
+ * query repeated before the whole index is at hand (a dashboard refreshing; the background build of
+ * [[IndexBuilds]] takes a few seconds on a big table) plans from memory instead of reading the
+ * checkpoint again.
+ *
+ * A narrowed index serves only a read of the same table version (table URI, table id, version) in
+ * the same session time zone with the same partition and skipping predicates (compared with the
+ * entry columns bound to their ordinals) and the same need for statistics: it holds every live file
+ * those predicates may match, which is all such a read plans from. Once the whole index of a table
+ * is cached, reads use that, and the table's narrowed indexes it serves are dropped
+ * ([[dropTable]]). At most [[MaxEntries]] indexes and [[MaxBytes]] of driver heap per session, the
+ * least recently used first out; `spark.deltareplay.replay.stateCache.enabled=false` keeps none.
+ */
+private[deltareplay] object NarrowedIndexes {
+
+  val MaxEntries = 8
+  val MaxBytes: Long = 64L << 20
+
+  private final case class Key(
+      tableUri: String,
+      tableId: String,
+      version: Long,
+      timeZone: String,
+      withStats: Boolean,
+      prune: Expression,
+      skip: Expression
+  )
+
+  private val cacheOf = new PerSession(() =>
+    new BoundedLru[Key, ReplayResult](MaxEntries, MaxBytes, _.index.bytes)
+  )
+
+  private def key(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Key = {
+    val s = policy.snapshot
+    def bound(e: Expression) =
+      BindReferences.bindReference(e, AttributeSeq(filter.attributes)).canonicalized
+    Key(
+      s.segment.paths.root,
+      s.meta.tableId,
+      s.version,
+      policy.entry.timeZone,
+      withStats,
+      bound(filter.prune),
+      bound(filter.skip)
+    )
+  }
+
+  /** A narrowed index kept for this version and these filters. */
+  def get(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Option[ReplayResult] =
+    cacheOf(policy.spark).get(key(policy, filter, withStats))
+
+  /** Keeps a narrowed index of this version and these filters. */
+  def put(policy: ReadPolicy, filter: FileFilter, withStats: Boolean, r: ReplayResult): Unit =
+    cacheOf(policy.spark).put(key(policy, filter, withStats), r)
+
+  /**
+   * Drops the table's narrowed indexes that its whole index, cached now, serves: all of them when
+   * it has statistics, else those of reads that need none.
+   */
+  def dropTable(spark: SparkSession, tableUri: String, withStats: Boolean): Unit =
+    cacheOf(spark).removeKeys(k => k.tableUri == tableUri && (withStats || !k.withStats))
+
+  /** Forgets this session's narrowed indexes. */
+  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
+}

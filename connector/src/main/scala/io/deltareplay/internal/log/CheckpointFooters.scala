@@ -1,0 +1,75 @@
+package io.deltareplay.internal.log
+
+import scala.jdk.CollectionConverters._
+
+import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.replay.CheckpointLayout
+import io.deltareplay.internal.session.{BoundedLru, PerSession}
+import org.apache.hadoop.fs.FileStatus
+import org.apache.parquet.hadoop.metadata.{ColumnPath, ParquetMetadata}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.types.StructType
+
+/**
+ * What replay takes from the footer of a checkpoint Parquet file (or sidecar): its Spark schema,
+ * its row count, and whether every add row in it carries `add.stats_parsed`.
+ *
+ * The last is proved from the footer's column statistics, never assumed: `add.path` is null exactly
+ * in the rows that are not adds, so when in every row group the leaf `add.stats_parsed.numRecords`
+ * has no more nulls than `add.path`, every add has typed statistics (a null leaf counts as null at
+ * whichever level the null is). A read that needs statistics then never needs the JSON `add.stats`
+ * column, the widest of a checkpoint (more than half of the bytes of a delta-spark checkpoint with
+ * statistics), and does not decode it. Row groups without null counts prove nothing.
+ */
+private[deltareplay] final case class FooterFacts(
+    schema: StructType,
+    rows: Long,
+    statsParsedInEveryAdd: Boolean
+)
+
+private[deltareplay] object FooterFacts {
+  private val AddPath = ColumnPath.get("add", "path")
+  private val ParsedRecords =
+    ColumnPath.get("add", CheckpointLayout.StatsParsedField, "numRecords")
+
+  def apply(footer: ParquetMetadata, schema: StructType): FooterFacts = {
+    val blocks = footer.getBlocks.asScala
+    FooterFacts(schema, blocks.map(_.getRowCount).sum, blocks.forall(statsParsedInEveryAdd))
+  }
+
+  private def statsParsedInEveryAdd(
+      block: org.apache.parquet.hadoop.metadata.BlockMetaData
+  ): Boolean = {
+    def nulls(path: ColumnPath): Option[Long] =
+      block.getColumns.asScala.find(_.getPath == path).flatMap { c =>
+        Option(c.getStatistics).filter(_.isNumNullsSet).map(_.getNumNulls)
+      }
+    (for (adds <- nulls(AddPath); parsed <- nulls(ParsedRecords)) yield parsed <= adds)
+      .getOrElse(false)
+  }
+}
+
+/**
+ * The [[FooterFacts]] of recently read checkpoint files, kept per SparkSession: a cold read opens
+ * the checkpoint's footer for its protocol and metadata, its size estimate, its sidecars and its
+ * read schema, one GET each on an object store. Checkpoint files are written once, so a file is
+ * known by path, length, modification time and ETag ([[MetaCache.FileId]]).
+ * `spark.deltareplay.replay.stateCache.enabled=false` turns it off with the other caches.
+ */
+private[deltareplay] object CheckpointFooters {
+  val MaxFiles = 256
+
+  private val cacheOf =
+    new PerSession(() =>
+      new BoundedLru[MetaCache.FileId, FooterFacts](MaxFiles, Long.MaxValue, _ => 1L)
+    )
+
+  /** Forgets this session's footers. */
+  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
+
+  /** The facts of `file`: kept ones, or `read()` (kept when caching is on). */
+  def facts(spark: SparkSession, file: FileStatus)(read: => FooterFacts): FooterFacts = {
+    if (!ReadConf(spark, Map.empty).stateCache) return read
+    cacheOf(spark).getOrRead(MetaCache.FileId(file))(read)
+  }
+}

@@ -1,0 +1,49 @@
+package io.deltareplay.internal.log
+
+import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.session.{BoundedLru, PerSession}
+import org.apache.hadoop.fs.FileStatus
+import org.apache.spark.sql.SparkSession
+
+/**
+ * The bytes of recently read commit files, kept per SparkSession, so that one query reads each new
+ * commit once.
+ *
+ * A re-plan after a commit reads that commit twice otherwise: the snapshot load reads it for a
+ * protocol or metaData action ([[MetaCache]]), and the index roll-forward reads it again for its
+ * adds and removes ([[IndexCache]]); on an object store that is a second GET of the same object.
+ * Commit files are written once and never changed, so a file is known by its path, length,
+ * modification time and, where the store gives one, its ETag (the identity [[MetaCache]] uses); a
+ * table deleted and written again at the same path writes new files, which miss.
+ *
+ * Only small files are kept ([[MaxFileBytes]]), within [[MaxBytes]] per session, least recently
+ * read out first. `spark.deltareplay.replay.stateCache.enabled=false` turns it off with the other
+ * caches.
+ */
+private[deltareplay] object CommitTexts {
+
+  /** Files larger than this are read every time (a big commit is replayed, not rolled forward). */
+  val MaxFileBytes: Long = 4L << 20
+
+  /** Bytes kept per session. */
+  val MaxBytes: Long = 16L << 20
+
+  private val cacheOf =
+    new PerSession(() =>
+      new BoundedLru[MetaCache.FileId, Array[Byte]](Int.MaxValue, MaxBytes, _.length)
+    )
+
+  /** Forgets this session's commit texts. */
+  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
+
+  /**
+   * The bytes of `file`: kept ones, or `read()` (kept when small enough and caching is on). While
+   * one thread reads a file (the load's read-ahead, [[ReadAhead]]), another that asks for it (the
+   * tail's prefetch) waits for those bytes ([[BoundedLru.getOrRead]]).
+   */
+  def bytes(spark: SparkSession, file: FileStatus)(read: => Array[Byte]): Array[Byte] = {
+    if (file.getLen > MaxFileBytes || !ReadConf(spark, Map.empty).stateCache) return read
+    // a file shorter or longer than it was listed is not the listed file: not kept
+    cacheOf(spark).getOrRead(MetaCache.FileId(file), _.length == file.getLen)(read)
+  }
+}

@@ -1,0 +1,169 @@
+package io.deltareplay.internal.planning
+
+import java.util.Locale
+
+import io.deltareplay.Errors
+import io.deltareplay.{DeltaReplayOptions => O}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.storage.StorageLevel
+
+/** A setting with a few named values. */
+private[deltareplay] trait Named { def name: String }
+
+private[deltareplay] object Named {
+
+  /** The choice named `value` (any case); an error naming `key` and the choices otherwise. */
+  def parse[T <: Named](key: String, value: String, choices: Seq[T]): T = {
+    val wanted = value.trim.toLowerCase(Locale.ROOT)
+    choices.find(_.name == wanted).getOrElse {
+      val names = choices.map(_.name)
+      throw Errors.badOption(key, wanted, names.init.mkString(", ") + " or " + names.last)
+    }
+  }
+}
+
+/** How the replay runs: on the driver, as a Spark job, or chosen by log size. */
+private[deltareplay] sealed trait ReplayMode extends Named
+private[deltareplay] object ReplayMode {
+  case object Auto extends ReplayMode { val name = "auto" }
+  case object Local extends ReplayMode { val name = "local" }
+  case object Distributed extends ReplayMode { val name = "distributed" }
+
+  def parse(value: String): ReplayMode =
+    Named.parse(O.ReplayModeKey, value, Seq(Auto, Local, Distributed))
+}
+
+/** Where a batch scan's file list is pruned, skipped and split (see `planning.mode`). */
+private[deltareplay] sealed trait PlanningMode extends Named
+private[deltareplay] object PlanningMode {
+  case object Auto extends PlanningMode { val name = "auto" }
+  case object Driver extends PlanningMode { val name = "driver" }
+  case object Executors extends PlanningMode { val name = "executors" }
+
+  def parse(value: String): PlanningMode =
+    Named.parse(O.PlanningModeKey, value, Seq(Auto, Driver, Executors))
+}
+
+/**
+ * The read configuration, resolved once on the driver: read option > session conf > default. Passed
+ * on as plain values.
+ */
+private[deltareplay] case class ReadConf(
+    replayMode: ReplayMode,
+    distributedThresholdBytes: Long,
+    replayPartitions: Int,
+    tailFastPathMaxBytes: Long,
+    tailBroadcastMaxBytes: Long,
+    dataSkipping: Boolean,
+    stateCache: Boolean,
+    filterCheckpoint: Boolean,
+    checkpointTwoPass: Boolean,
+    indexInBackground: Boolean,
+    stateCacheBudgetBytes: Long,
+    stateMaxTailBytes: Long,
+    metadataAggregates: Boolean,
+    indexStorageLevel: StorageLevel,
+    snapshotSliceFiles: Int,
+    planningMode: PlanningMode,
+    executorsMinFiles: Long,
+    scratchDir: String
+)
+
+private[deltareplay] object ReadConf {
+
+  /**
+   * A setting's value for a read: the read option (any case) > the session key > the default, with
+   * the key it came from as the user wrote it (an error names that key: `replay.mode` for an
+   * option, `spark.deltareplay.replay.mode` for a session key). Checked against the setting's
+   * values.
+   */
+  final case class Resolved(value: String, key: String)
+
+  def resolve(
+      spark: SparkSession,
+      options: Map[String, String],
+      setting: O.Setting
+  ): Option[Resolved] = {
+    val fromOption =
+      if (!setting.scope.isReadOption) None
+      else options.find(_._1.equalsIgnoreCase(setting.name)).map { case (k, v) => Resolved(v, k) }
+    val fromSession =
+      if (!setting.scope.isSessionKey) None
+      else spark.conf.getOption(setting.sessionKey).map(Resolved(_, setting.sessionKey))
+    val found = fromOption.orElse(fromSession)
+    found.foreach { r =>
+      if (!setting.kind.accepts(r.value)) {
+        throw Errors.badOption(r.key, r.value.trim, setting.kind.expected)
+      }
+    }
+    found.orElse(setting.default.map(Resolved(_, setting.sessionKey)))
+  }
+
+  /** Checks the value of every setting `options` and the session give (errors name the key). */
+  def validate(spark: SparkSession, options: Map[String, String]): Unit =
+    O.Settings.foreach(s => resolve(spark, options, s))
+
+  def apply(spark: SparkSession, options: Map[String, String]): ReadConf = {
+    def get(name: String): String = {
+      val setting = O.settingNamed(name).getOrElse(sys.error(s"no setting $name"))
+      resolve(spark, options, setting).map(_.value.trim).getOrElse(sys.error(s"no default: $name"))
+    }
+    def long(name: String): Long = get(name).toLong
+    def bool(name: String): Boolean = get(name).toLowerCase(Locale.ROOT) == "true"
+    ReadConf(
+      replayMode = ReplayMode.parse(get(O.ReplayMode)),
+      distributedThresholdBytes = long(O.DistributedThresholdBytes),
+      replayPartitions = math.min(long(O.ReplayPartitions), Int.MaxValue.toLong).toInt,
+      tailFastPathMaxBytes = long(O.TailFastPathMaxBytes),
+      tailBroadcastMaxBytes = long(O.TailBroadcastMaxBytes),
+      dataSkipping = bool(O.DataSkipping),
+      stateCache = bool(O.StateCache),
+      filterCheckpoint = bool(O.FilterCheckpoint),
+      checkpointTwoPass = bool(O.CheckpointTwoPass),
+      indexInBackground = bool(O.IndexInBackground),
+      stateCacheBudgetBytes = long(O.StateCacheMaxBytes) match {
+        case 0L => Runtime.getRuntime.maxMemory() / 10
+        case n => n
+      },
+      stateMaxTailBytes = long(O.StateMaxTailBytes),
+      metadataAggregates = bool(O.MetadataAggregates),
+      indexStorageLevel = storageLevel(O.IndexStorageLevelKey, get(O.IndexStorageLevel)),
+      snapshotSliceFiles = math.min(long(O.SnapshotSliceFiles), Int.MaxValue.toLong).toInt,
+      planningMode = PlanningMode.parse(get(O.PlanningMode)),
+      executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {
+        // one file per 2 KiB of heap: about where collecting (retained list, split objects and
+        // the transient rows of the collect) stops being a small share of the driver
+        case 0L => Runtime.getRuntime.maxMemory() / 2048
+        case n => n
+      },
+      scratchDir = get(O.PlanningScratchDir)
+    )
+  }
+
+  /** A storage level setting, or an error naming the key. */
+  def storageLevel(key: String, value: String): StorageLevel = {
+    val v = value.trim.toUpperCase(Locale.ROOT)
+    try StorageLevel.fromString(v)
+    catch {
+      case _: IllegalArgumentException =>
+        throw Errors.badOption(key, v, O.Kind.StorageLevelName.expected)
+    }
+  }
+
+  /** Whether routing of `format("delta")` reads is on for this session. */
+  def routingEnabled(spark: SparkSession): Boolean = on(spark, O.EnabledKey)
+
+  /** Whether routed `format("delta").load(...)` reads are resolved by this connector at load. */
+  def routeAtLoad(spark: SparkSession): Boolean =
+    routingEnabled(spark) && on(spark, O.RouteAtLoadKey)
+
+  /** Whether the commits after a checkpoint are parsed ahead of need ([[TailPrefetch]]). */
+  def prefetchTail(spark: SparkSession): Boolean = on(spark, O.PrefetchTailKey)
+
+  /** Whether protocol and metadata come from a version checksum file when there is one. */
+  def useChecksum(spark: SparkSession): Boolean = on(spark, O.UseChecksumKey)
+
+  /** A session-only switch: on unless set to `false`. */
+  private def on(spark: SparkSession, key: String): Boolean =
+    spark.conf.getOption(key).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
+}

@@ -1,0 +1,208 @@
+package io.deltareplay.internal.planning
+
+import io.deltareplay.Errors
+import io.deltareplay.internal.index.{
+  DriverIndex,
+  ExecutorIndex,
+  FileEntry,
+  Home,
+  IndexBuilds,
+  IndexCache,
+  NarrowedIndexes,
+  ReplayResult
+}
+import io.deltareplay.internal.log.{LogReader, TableSnapshot}
+import io.deltareplay.internal.replay.{CheckpointFilter, DistributedReplay, Replay}
+import io.deltareplay.internal.skipping.FileFilter
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.storage.StorageLevel
+
+/**
+ * Every decision about how one read of one table version gets its snapshot index and plans, in one
+ * place:
+ *
+ *   - whether an index of the table kept by this session serves (as it is, or rolled forward by the
+ *     commits since) — [[cachedState]]; forced replay modes always replay;
+ *   - where a fresh index lives ([[home]]): on the driver (compact columns), or on the executors (a
+ *     persisted dataset) for tables of about `planning.executorsMinFiles` files or more, or when
+ *     `planning.mode` says so;
+ *   - how a fresh index is built: replayed on the driver (small logs, `replay.mode=local`) or as a
+ *     Spark job ([[replaysDistributed]]);
+ *   - where planning and aggregates from statistics run: where the index is.
+ */
+private[deltareplay] final case class ReadPolicy(
+    spark: SparkSession,
+    snapshot: TableSnapshot,
+    conf: ReadConf
+) extends Logging {
+  private def segment = snapshot.segment
+
+  /** The layout of this table's index entries. */
+  lazy val entry: FileEntry =
+    FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+
+  /**
+   * The session's index of this table, if it can serve this version (with `needStats`): one whose
+   * entries have this version's layout ([[FileEntry]]: the schema with its column-mapping names and
+   * ids, the partition columns, and the session's current time zone, in which partition values
+   * without an offset are read, as V1 reads them). After a change of metadata the entries of the
+   * cached files hold statistics keyed by the old physical names and types, so the index is
+   * replayed afresh instead of rolled forward: a column dropped and added again under column
+   * mapping must not show the dropped column's statistics.
+   */
+  def cachedState(needStats: Boolean): Option[IndexCache.Entry] =
+    if (!conf.stateCache || conf.replayMode != ReplayMode.Auto) None
+    else
+      IndexCache
+        .lookup(spark, segment.paths.root, snapshot.meta.tableId, segment.version, needStats)
+        .filter(_.index.entry == entry)
+        .filter { e =>
+          conf.planningMode match {
+            case PlanningMode.Driver => e.index.isInstanceOf[DriverIndex]
+            case PlanningMode.Executors => e.index.isInstanceOf[ExecutorIndex]
+            case PlanningMode.Auto => true
+          }
+        }
+
+  /** Whether a replay of this version runs as a Spark job (the mode, or `auto`'s size rule). */
+  def replaysDistributed: Boolean = Replay.isDistributed(segment, conf)
+
+  /**
+   * Where a fresh index of this version lives. `auto` puts it on the executors when the table has
+   * about `executorsMinFiles` files or more (and the scratch directory is reachable by every
+   * executor), unless replay is forced `local`.
+   */
+  def home: Home =
+    conf.planningMode match {
+      case PlanningMode.Driver => Home.Driver
+      case PlanningMode.Executors =>
+        if (!scratchShared) {
+          throw Errors.scratchDirNotShared(conf.scratchDir, spark.sparkContext.master)
+        }
+        Home.Executors
+      case PlanningMode.Auto if conf.replayMode == ReplayMode.Local => Home.Driver
+      case PlanningMode.Auto if !scratchShared =>
+        logWarning(
+          s"Planning ${snapshot.table} on the driver: the default planning.scratchDir " +
+            s"${conf.scratchDir} is on this machine's local disk, which executors on other hosts " +
+            "(master " + spark.sparkContext.master + ") cannot read. Set " +
+            "spark.deltareplay.planning.scratchDir to shared storage to plan on the executors."
+        )
+        Home.Driver
+      case PlanningMode.Auto =>
+        // No log holds a file action in under 8 bytes: smaller logs skip the footer reads.
+        val big = segment.totalBytes >= 8 * conf.executorsMinFiles &&
+          new LogReader(spark, segment).estimatedFiles() >= conf.executorsMinFiles
+        if (big) Home.Executors else Home.Driver
+    }
+
+  /**
+   * Whether every executor can reach the scratch directory of executor-side planning: a directory
+   * the user set is trusted; the default is on the default file system, which is a node-local disk
+   * when that is `file:` and the executors run on other hosts (a master that is not local).
+   */
+  def scratchShared: Boolean = {
+    val isDefault = conf.scratchDir == io.deltareplay.DeltaReplayOptions.Defaults(
+      io.deltareplay.DeltaReplayOptions.PlanningScratchDir
+    )
+    def scheme = {
+      val p = new org.apache.hadoop.fs.Path(conf.scratchDir)
+      val fs = p.getFileSystem(spark.sessionState.newHadoopConf())
+      fs.makeQualified(p).toUri.getScheme
+    }
+    ReadPolicy.scratchReachable(spark.sparkContext.master, userSet = !isDefault, scheme)
+  }
+
+  /**
+   * The index of this version: the cached one (rolled forward by the commits in between), or a
+   * fresh one in its [[home]]. Offered to the session's cache (`replay.stateCache.enabled`).
+   */
+  def index(needStats: Boolean, keepPersisted: Option[StorageLevel] = None): ReplayResult = {
+    val started = System.nanoTime()
+    val rolled = cachedState(needStats).flatMap(e => Replay.roll(spark, segment, conf, entry, e))
+    val result = rolled.getOrElse(build(needStats, keepPersisted))
+    if (conf.stateCache) IndexCache.offer(spark, result.index, segment.paths.root, conf)
+    // an index the cache did not take is not persisted (buildOnExecutors), nothing to release
+    result.copy(millis = (System.nanoTime() - started) / 1000000)
+  }
+
+  /**
+   * A fresh index. On the executors it is persisted when the cache will keep it, or when the caller
+   * keeps it (`keepPersisted`: a stream reading its snapshot in slices); else it is left as a plan
+   * that each use replays.
+   */
+  private def build(needStats: Boolean, keepPersisted: Option[StorageLevel]): ReplayResult =
+    home match {
+      case Home.Driver =>
+        Replay.buildOnDriver(spark, segment, snapshot.meta.tableId, conf, entry, needStats)
+      case Home.Executors =>
+        // A cached index is persisted; a read that keeps nothing plans over the replay directly.
+        val cached = conf.stateCache && conf.replayMode == ReplayMode.Auto &&
+          IndexCache.wouldKeep(spark, segment.paths.root, snapshot.meta.tableId, segment.version)
+        val level = if (cached) Some(conf.indexStorageLevel) else keepPersisted
+        Replay.buildOnExecutors(
+          spark,
+          segment,
+          snapshot.meta.tableId,
+          conf,
+          entry,
+          needStats,
+          level
+        )
+    }
+
+  /**
+   * For a read with `filter` and no index at hand: the files of this version it may match, read
+   * through a [[CheckpointFilter]] (kept for reads of this version with the same filters only,
+   * [[NarrowedIndexes]]); the index of the whole version is then built in the background
+   * (`index.buildInBackground`). None when that does not apply: `replay.filterCheckpoint` off, a
+   * forced replay mode, nothing to filter by, a log replayed on the driver or on the window path,
+   * an index that serves, or an index that would live on the executors.
+   */
+  def narrowedIndex(filter: FileFilter, needStats: Boolean): Option[ReplayResult] = {
+    val byQuery = CheckpointFilter(entry, filter)
+    val applies = conf.filterCheckpoint && conf.replayMode == ReplayMode.Auto && byQuery.filters &&
+      replaysDistributed && DistributedReplay.fastPath(segment, conf) &&
+      cachedState(needStats).isEmpty && home == Home.Driver
+    if (!applies) None
+    else {
+      val started = System.nanoTime()
+      val kept = if (conf.stateCache) NarrowedIndexes.get(this, filter, needStats) else None
+      val result = kept match {
+        case Some(k) =>
+          val mode = s"reused: v${snapshot.version} read before with the same filters " +
+            "(checkpoint filtered by the query)"
+          k.copy(mode = mode, actionsReplayed = 0, replayTasks = 0)
+        case None =>
+          val replay =
+            new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
+          val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
+          val r = ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
+          if (conf.stateCache) NarrowedIndexes.put(this, filter, needStats, r)
+          r
+      }
+      if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(this, needStats)
+      Some(result.copy(millis = (System.nanoTime() - started) / 1000000))
+    }
+  }
+
+  /** The planning of a scan, over the index ([[index]], or one the scan builder already has). */
+  def planner(needStats: Boolean, replayedBefore: Option[ReplayResult]): ScanPlanning =
+    new ScanPlanning(
+      this,
+      () => replayedBefore.getOrElse(index(needStats)),
+      filter => if (replayedBefore.isDefined) None else narrowedIndex(filter, needStats)
+    )
+}
+
+private[deltareplay] object ReadPolicy {
+
+  /**
+   * Whether every executor can reach a scratch directory: one the user set is trusted; the default
+   * is refused when it is on a `file:` system and the master runs executors on other hosts (any
+   * master but `local`, `local[...]` and `local-cluster[...]`, whose executors share this disk).
+   */
+  def scratchReachable(master: String, userSet: Boolean, scheme: => String): Boolean =
+    userSet || master.startsWith("local") || scheme != "file"
+}

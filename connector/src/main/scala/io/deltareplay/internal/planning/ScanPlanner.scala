@@ -1,0 +1,177 @@
+package io.deltareplay.internal.planning
+
+import scala.collection.mutable
+
+import io.deltareplay.internal.index.{DriverIndex, FileEntry}
+import io.deltareplay.internal.log.{DvDescriptor, LiveFile, TableSnapshot}
+import io.deltareplay.internal.read.DeltaInputPartition
+import io.deltareplay.internal.skipping.FileFilter
+import org.apache.spark.paths.SparkPath
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.InputPartition
+import org.apache.spark.sql.execution.datasources.{FilePartition, PartitionedFile}
+import org.apache.spark.sql.types.StructType
+
+/** The files left after pruning and skipping, split for reading. */
+private[deltareplay] case class PlannedScan(
+    partitions: Array[InputPartition],
+    filesAfterPruning: Long,
+    filesAfterSkipping: Long,
+    bytesAfterSkipping: Long,
+    rowsAfterSkipping: Option[Long],
+    hasDeletionVectors: Boolean,
+    planMillis: Long,
+    planning: String = "driver",
+    liveFiles: Long = -1
+)
+
+/** What a split needs of a kept file (taken out of the index row, which is a view). */
+private[deltareplay] final case class KeptFile(
+    path: String,
+    size: Long,
+    modificationTime: Long,
+    dv: Option[DvDescriptor],
+    partition: InternalRow,
+    rows: Option[Long]
+)
+
+/**
+ * Planning on the driver over the snapshot index ([[DriverIndex]]): partition pruning and data
+ * skipping ([[FileFilter]]) run over the index rows, and the kept files are cut into splits sized
+ * by Spark's `maxPartitionBytes` rules.
+ */
+private[deltareplay] object ScanPlanner {
+
+  def plan(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      index: DriverIndex,
+      filter: FileFilter,
+      readPartitionSchema: StructType
+  ): PlannedScan = {
+    val started = System.nanoTime()
+    val entry = index.entry
+    val keep = keeper(entry, readPartitionSchema)
+    val kept = mutable.ArrayBuffer.empty[KeptFile]
+    var pruned = 0L
+    // Column-wise first passes leave out rows the predicates would refuse; the compiled
+    // predicates then run only on the rows left in.
+    index.foreachChunk { (batch, live) =>
+      val skip = filter.skipCandidates(batch)
+      if (filter.prunes) {
+        filter.pruneCandidates(batch).foreach(live.and)
+        foreachSet(live) { i =>
+          val e = batch.getRow(i)
+          if (filter.keepsPartition(e)) {
+            pruned += 1
+            if (skip.forall(_.get(i)) && filter.mayMatch(e)) kept += keep(e)
+          }
+        }
+      } else {
+        pruned += live.cardinality()
+        skip.foreach(live.and)
+        foreachSet(live) { i =>
+          val e = batch.getRow(i)
+          if (filter.mayMatch(e)) kept += keep(e)
+        }
+      }
+    }
+    val partitions = splits(spark, snapshot, kept.toSeq)
+    val rows = kept.iterator.map(_.rows).foldLeft(Option(0L)) { case (acc, r) =>
+      for (a <- acc; b <- r) yield a + b
+    }
+    PlannedScan(
+      partitions = partitions.map(p => p: InputPartition),
+      filesAfterPruning = pruned,
+      filesAfterSkipping = kept.length,
+      bytesAfterSkipping = kept.iterator.map(_.size).sum,
+      rowsAfterSkipping = rows,
+      hasDeletionVectors = kept.exists(_.dv.isDefined),
+      planMillis = (System.nanoTime() - started) / 1000000
+    )
+  }
+
+  private def foreachSet(rows: java.util.BitSet)(f: Int => Unit): Unit = {
+    var i = rows.nextSetBit(0)
+    while (i >= 0) {
+      f(i)
+      i = rows.nextSetBit(i + 1)
+    }
+  }
+
+  /** Takes what a split needs out of an entry row; equal partition rows are shared. */
+  def keeper(entry: FileEntry, readPartitionSchema: StructType): InternalRow => KeptFile = {
+    val partitionRow = entry.partitionRowReader(readPartitionSchema)
+    val shared = new java.util.HashMap[InternalRow, InternalRow]()
+    (e: InternalRow) => {
+      val values = partitionRow(e)
+      KeptFile(
+        e.getUTF8String(entry.Ord.Path).toString,
+        e.getLong(entry.Ord.Size),
+        e.getLong(entry.Ord.ModificationTime),
+        DvDescriptor.fromInternalRow(e, entry.Ord.Dv),
+        Option(shared.putIfAbsent(values, values)).getOrElse(values),
+        Rows.of(entry, e)
+      )
+    }
+  }
+
+  /** File splits of `files` sized by Spark's `maxPartitionBytes` rules, packed as Spark packs. */
+  def splits(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      files: Seq[KeptFile]
+  ): Array[DeltaInputPartition] = {
+    val paths = snapshot.segment.paths
+    val conf = spark.sessionState.conf
+    // Spark's own rule (maxPartitionBytes, openCostInBytes, files.minPartitionNum or the leaf
+    // node parallelism), so that a scan is split as Spark's file scan splits it.
+    val maxSplit =
+      FilePartition.maxSplitBytes(spark, files.iterator.map(_.size + conf.filesOpenCostInBytes).sum)
+    val pieces = files.iterator
+      .flatMap { f =>
+        val path = SparkPath.fromUrlString(paths.absolute(f.path))
+        (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
+          val length = math.min(maxSplit, f.size - start)
+          val split = PartitionedFile(
+            f.partition,
+            path,
+            start,
+            length,
+            Array.empty,
+            f.modificationTime,
+            f.size,
+            Map.empty
+          )
+          (split, f.dv)
+        }
+      }
+      .toSeq
+      .sortBy(-_._1.length)
+    DeltaInputPartition.pack(pieces, maxSplit, conf.filesOpenCostInBytes)
+  }
+
+  /** The splits of live files (the streaming source's micro-batches). */
+  def splitsOf(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      files: Seq[LiveFile],
+      readPartitionSchema: StructType
+  ): Array[DeltaInputPartition] = {
+    val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+    val toEntry = entry.projector()
+    val keep = keeper(entry, readPartitionSchema)
+    splits(spark, snapshot, files.map(f => keep(toEntry(f))))
+  }
+}
+
+/** Rows of a file as its statistics count them, net of its deletion vector. */
+private[deltareplay] object Rows {
+  def of(entry: FileEntry, e: InternalRow): Option[Long] = {
+    val stats = e.getStruct(entry.Ord.Stats, entry.statsSchema.length)
+    val n = entry.statsSchema.fieldIndex(FileEntry.NumRecords)
+    if (stats == null || stats.isNullAt(n)) None
+    else Some(stats.getLong(n) - DvDescriptor.cardinalityOf(e, entry.Ord.Dv))
+  }
+}

@@ -1,0 +1,96 @@
+package io.deltareplay.internal.planning
+
+import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, ReplayResult, ReplaySummary}
+import io.deltareplay.internal.skipping.FileFilter
+import org.apache.spark.sql.types.StructType
+
+/** A scan's planning result: its input partitions and what the replay behind it did. */
+private[deltareplay] final case class PlanResult(
+    planned: PlannedScan,
+    replay: ReplaySummary,
+    onExecutors: Boolean
+)
+
+/**
+ * A scan's planning over the snapshot index, where the index is: on the driver ([[ScanPlanner]]),
+ * or on the executors ([[ExecutorPlanning]], the file list never reaching the driver). The index is
+ * got once, on first use.
+ */
+private[deltareplay] final class ScanPlanning(
+    policy: ReadPolicy,
+    getIndex: () => ReplayResult,
+    narrow: FileFilter => Option[ReplayResult]
+) {
+  private var full: Option[ReplayResult] = None
+  private var narrowed: Option[Option[ReplayResult]] = None
+
+  /** The index of the whole version (got on first use). */
+  def replay: ReplayResult = synchronized {
+    full.getOrElse {
+      val r = getIndex()
+      full = Some(r)
+      r
+    }
+  }
+
+  /** The index the plans read so far, if one was got: the whole version's or a narrowed one. */
+  def planIndex: Option[ReplayResult] = synchronized(full.orElse(narrowed.flatten))
+
+  /**
+   * The index a plan with `filter` reads: the whole version's when it is at hand, else the files
+   * the first plan's filter may match when [[ReadPolicy.narrowedIndex]] applies (a later plan of
+   * this scan only adds runtime partition filters, so those files still hold all its matches).
+   */
+  private def indexFor(filter: FileFilter): ReplayResult = synchronized {
+    full
+      .orElse(narrowed.getOrElse {
+        val n = narrow(filter)
+        narrowed = Some(n)
+        n
+      })
+      .getOrElse(replay)
+  }
+
+  /** Plans with `filter`; `owner` keeps any scratch files alive while it is reachable. */
+  def plan(filter: FileFilter, readPartitionSchema: StructType, owner: AnyRef): PlanResult = {
+    val r = indexFor(filter)
+    r.index match {
+      case index: DriverIndex =>
+        val planned =
+          ScanPlanner.plan(policy.spark, policy.snapshot, index, filter, readPartitionSchema)
+        val summary =
+          ReplaySummary(
+            r.mode,
+            r.actionsReplayed,
+            index.size,
+            r.millis,
+            r.replayTasks,
+            if (r.narrowed) {
+              s"narrowed: ${index.size} files the filters may match, from the log (kept for " +
+                "this version and these filters until its whole index is cached)"
+            } else index.describe
+          )
+        PlanResult(planned, summary, onExecutors = false)
+      case index: ExecutorIndex =>
+        val started = System.nanoTime()
+        val (planned, scanned, tasks) =
+          ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, index, filter, owner)
+        // An index that is not persisted is replayed by the planning job itself.
+        val (actions, millis, replayTasks) =
+          if (index.persisted) (r.actionsReplayed, r.millis, r.replayTasks)
+          else {
+            val millis = r.millis + (System.nanoTime() - started) / 1000000
+            (r.actionsReplayed + scanned, millis, r.replayTasks + tasks)
+          }
+        val summary = ReplaySummary(
+          r.mode,
+          actions,
+          if (index.persisted) index.size else planned.liveFiles,
+          millis,
+          replayTasks,
+          index.describe
+        )
+        PlanResult(planned, summary, onExecutors = true)
+    }
+  }
+}

@@ -1,0 +1,597 @@
+package io.deltareplay.internal.replay
+
+import scala.jdk.CollectionConverters._
+
+import io.deltareplay.Errors
+import io.deltareplay.internal.index.{DriverIndex, FileEntry}
+import io.deltareplay.internal.log.{DvDescriptor, FileAction, LiveFile, LogReader, LogSegment}
+import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.streaming.StreamSnapshot
+import org.apache.hadoop.fs.FileStatus
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.deltareplay.SparkBridge
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
+import org.apache.spark.sql.execution.datasources.json.JsonFileFormat
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.expressions.Window
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.types.{StringType, StructType}
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * The replay rules of [[Replay]] as a Spark job on the executors.
+ *
+ * Step 1: read the checkpoint (parts or V2 sidecars) and the commits after it as one DataFrame of
+ * adds and removes ([[FileAction.Schema]]), each tagged with its version; the log files are read as
+ * exactly the listed files, never following `ignoreCorruptFiles` / `ignoreMissingFiles` (a skipped
+ * log file would be a silently wrong answer). Step 2 and 3, either
+ *   - fast path (a checkpoint and a commit tail of at most `tailFastPathMaxBytes`): reconcile the
+ *     tail on the driver, and keep the checkpoint adds whose key it did not touch, plus the tail's
+ *     winning adds. No shuffle: checkpoint rows are unique per key. For a file list that stays on
+ *     the executors the touched keys are broadcast and filtered map-side; for an index on the
+ *     driver the checkpoint's entries are built on the executors while the driver reconciles the
+ *     tail, and the rows it touched are then dropped as in a roll-forward; or
+ *   - window path: key every row by (canonical path, DV unique id) ([[FileAction.keyUdf]]),
+ *     repartition by key, keep the newest row per key (version desc, add first), drop keys whose
+ *     winner is a remove. With a checkpoint and a tail of at most `tailBroadcastMaxBytes`, only the
+ *     tail is windowed; the checkpoint's adds whose key the tail does not hold are kept map-side
+ *     (broadcast anti join on the tail's keys).
+ * Step 4: only [[LiveFile.Schema]] travels on (stats only when asked).
+ */
+private[deltareplay] class DistributedReplay(
+    spark: SparkSession,
+    segment: LogSegment,
+    conf: ReadConf,
+    needStats: Boolean,
+    typedStats: Option[FileEntry] = None,
+    checkpointFilter: Option[CheckpointFilter] = None
+) {
+  private val reader = new LogReader(spark, segment)
+  private val paths = segment.paths
+
+  /**
+   * The snapshot index of the segment's version on the driver: each replay task turns its live
+   * files into [[FileEntry]] columns (statistics parsed there, in parallel) and the driver keeps
+   * the chunks it receives. Returns (index, mode label, actions replayed, tasks run).
+   */
+  def index(entry: FileEntry, tableId: String): (DriverIndex, String, Long, Int) = {
+    val p = paths
+    val ((index, actions), tasks) =
+      Replay.inJobGroup(
+        spark,
+        s"delta-replay: index ${segment.table} v${segment.version}"
+      ) {
+        if (useFastPath) {
+          // The checkpoint's adds are turned into chunks on the executors while the driver
+          // reconciles the tail; the rows the tail touched then leave as in a roll-forward.
+          val direct = selectedEntries(entry)
+          lazy val qe = entryFrame(entry, checkpointAdds())
+          val pending = SparkBridge
+            .mapPartitionsUncleaned(direct.getOrElse(qe.toRdd))(DriverIndex.chunksOf(entry, p, _))
+            .collectAsync()
+          // any failure here (the tail's read, the job, an interrupt while waiting) cancels the
+          // job; cancelling a finished one does nothing
+          val (tail, added, chunks) =
+            try {
+              val t = reconciledTail()
+              // a narrowed read builds entries only for the tail adds its filters may match
+              val onTail = checkpointFilter
+                .filter(_ => filtersCheckpoint)
+                .map(c => new TailFilter(entry, c.filter))
+                .filter(_.narrows)
+              val keep = onTail.fold((_: LiveFile) => true)(f => f.keeps)
+              val added = DriverIndex.tailChunk(entry, p, t, entry.projector(), keep)
+              val chunks = DistributedReplay.logErrors(segment)(
+                scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
+              )
+              (t, added, chunks)
+            } catch {
+              case e: Throwable =>
+                pending.cancel()
+                throw e
+            }
+          val atCheckpoint = DriverIndex(
+            entry,
+            p,
+            tableId,
+            segment.checkpointVersion.get,
+            needStats,
+            chunks.toVector
+          )
+          val rolled = atCheckpoint.rolledForward(tail, segment.version, added)
+          (
+            if (rolled.wantsCompaction) rolled.compacted else rolled,
+            direct.fold(DistributedReplay.scannedRows(qe.executedPlan))(_ => 0L) +
+              selectedRead.value + tail.count
+          )
+        } else {
+          val qe = entryFrame(entry, windowLive())
+          val built = qe.toRdd.mapPartitions(DriverIndex.chunksOf(entry, p, _))
+          val chunks = DistributedReplay.logErrors(segment)(built.collect())
+          (
+            DriverIndex(entry, p, tableId, segment.version, needStats, chunks.toVector),
+            DistributedReplay.scannedRows(qe.executedPlan)
+          )
+        }
+      }
+    (index, modeLabel, actions, tasks)
+  }
+
+  /**
+   * The first `n` live files of the segment's version in a stream's snapshot order
+   * ((modificationTime, path key), [[StreamSnapshot]]), found without building the index: each task
+   * over the checkpoint's adds keeps its `2 n` smallest rows (a bounded heap: most rows leave on
+   * their modification time alone); the rows whose key the commits after the checkpoint touched are
+   * dropped, the smallest of those commits' winning adds join, and the first `n` are taken. The
+   * commits are reconciled on the driver while the checkpoint's job runs (fast path), or by a keyed
+   * window over them alone, which also reports which of the kept rows' keys they hold.
+   *
+   * That is exact when every task either kept all its rows or still has `n` untouched ones after
+   * the drop (a live file left out of a task's heap then has `n` live files before it). None when
+   * that does not hold (commits that removed most of the oldest files, such as an OPTIMIZE), when
+   * the version has no more than `n` files, or without a checkpoint: the caller builds the index
+   * instead. Returns (the files' keys and entry rows in order, how they were found).
+   */
+  def firstFiles(
+      entry: FileEntry,
+      n: Int
+  ): Option[(Array[(Long, UTF8String, InternalRow)], String)] =
+    if (n <= 0 || segment.checkpointVersion.isEmpty || !(useFastPath || windowsTailOnly)) None
+    else {
+      val p = paths
+      val (found, _) = Replay.inJobGroup(
+        spark,
+        s"delta-replay: first $n files of ${segment.table} v${segment.version}"
+      ) {
+        val pending = checkpointHeaps(entry, 2 * n)
+        try {
+          val (touched, tailFiles, how): (
+              ((String, String)) => Boolean,
+              Array[(Long, UTF8String, InternalRow)],
+              String
+          ) =
+            if (useFastPath) {
+              val tail = reconciledTail()
+              // only the n smallest of the commits' adds can be among the first n files: only
+              // those become entries
+              val toEntry = entry.projector()
+              val files = StreamSnapshot
+                .smallestLive(tail.liveFiles(), p, n)
+                .map { case (time, key, f) => (time, key, toEntry(f)) }
+              (
+                tail.winners.containsKey(_),
+                files,
+                f"reconciled on the driver (${tail.count}%,d commit actions)"
+              )
+            } else {
+              val heaps = awaitJob(pending)
+              val keys = new java.util.HashSet[(String, String)]()
+              heaps.foreach(_._1.foreach { case (_, _, r) => keys.add(entry.key(p, r)) })
+              val (held, files) = tailFirstFiles(entry, n, keys)
+              (held.contains(_), files, "by a keyed window")
+            }
+          val perTask = awaitJob(pending).toArray
+          val untouched = perTask.map { case (rows, left) =>
+            val kept = rows.filterNot { case (_, _, r) => touched(entry.key(p, r)) }
+            (kept, !left || kept.length >= n)
+          }
+          val candidates = StreamSnapshot.inOrder(untouched.flatMap(_._1) ++ tailFiles)
+          val exact = untouched.forall(_._2) && candidates.length > n
+          val note = s"in one pass over the checkpoint, the commits after it $how"
+          if (exact) Some((candidates.take(n), note)) else None
+        } catch {
+          case e: Throwable =>
+            pending.cancel()
+            throw e
+        }
+      }
+      found
+    }
+
+  private def awaitJob[T](job: org.apache.spark.FutureAction[T]): T =
+    DistributedReplay.logErrors(segment)(
+      scala.concurrent.Await.result(job, scala.concurrent.duration.Duration.Inf)
+    )
+
+  /**
+   * A job over the checkpoint's adds: per task, its `capacity` smallest rows in snapshot order (as
+   * entries) and whether it had more. The heap runs over the adds as read; only the rows it keeps
+   * become entries.
+   */
+  private def checkpointHeaps(entry: FileEntry, capacity: Int) = {
+    val p = paths
+    checkpointAdds()
+      .select(LiveFile.columnsOfActions: _*)
+      .queryExecution
+      .toRdd
+      .mapPartitions { rows =>
+        val (kept, left) = StreamSnapshot.smallestOf(
+          rows,
+          LiveFile.Ord.Path,
+          LiveFile.Ord.ModificationTime,
+          p,
+          None,
+          capacity
+        )
+        Iterator((DistributedReplay.asEntries(entry, kept), left))
+      }
+      .collectAsync()
+  }
+
+  /**
+   * The keyed window over the commits after the checkpoint alone: which of `keys` they hold, and
+   * the `n` smallest of their winning adds in snapshot order (as entries).
+   */
+  private def tailFirstFiles(
+      entry: FileEntry,
+      n: Int,
+      keys: java.util.HashSet[(String, String)]
+  ): (Set[(String, String)], Array[(Long, UTF8String, InternalRow)]) = {
+    val wanted = spark.sparkContext.broadcast(keys)
+    val p = paths
+    val winners = newestPerKey(keyedActions(commitActions()))
+      .select(LiveFile.columnsOfActions ++ Seq(col("_key"), col("_dvKey"), col("isAdd")): _*)
+    val at = LiveFile.Schema.length // _key, _dvKey, isAdd follow the live-file columns
+    val perTask = winners.queryExecution.toRdd
+      .mapPartitions { rows =>
+        val held = scala.collection.mutable.ArrayBuffer.empty[(String, String)]
+        val adds = rows.filter { r =>
+          val k = (r.getUTF8String(at).toString, r.getUTF8String(at + 1).toString)
+          if (wanted.value.contains(k)) held += k
+          r.getBoolean(at + 2)
+        }
+        val (kept, _) =
+          StreamSnapshot.smallestOf(
+            adds,
+            LiveFile.Ord.Path,
+            LiveFile.Ord.ModificationTime,
+            p,
+            None,
+            n
+          )
+        Iterator((held.toArray, DistributedReplay.asEntries(entry, kept)))
+      }
+    val results = DistributedReplay.logErrors(segment)(perTask.collect())
+    (results.iterator.flatMap(_._1).toSet, results.flatMap(_._2))
+  }
+
+  /** The plan of `live`'s rows as index entries. */
+  private def entryFrame(entry: FileEntry, live: DataFrame) = {
+    val kept = live.select(liveColumns: _*)
+    kept
+      .select(entry.columnsFromLiveFile(kept.columns.contains(FileEntry.StatsParsedColumn)): _*)
+      .queryExecution
+  }
+
+  /** The label of the path [[index]] or [[liveFrame]] takes. */
+  def modeLabel: String =
+    if (!useFastPath && windowsTailOnly) {
+      "distributed (keyed window over the commits after the checkpoint, checkpoint kept map-side)"
+    } else if (!useFastPath) "distributed (keyed window)"
+    else if (filtersCheckpoint && selectedRead.value > 0) {
+      "distributed (map-side filter, checkpoint filtered by the query: " +
+        f"${selectedDecoded.value}%,d of ${selectedRead.value}%,d rows decoded whole)"
+    } else if (filtersCheckpoint) "distributed (map-side filter, checkpoint filtered by the query)"
+    else "distributed (map-side filter)"
+
+  private def useFastPath: Boolean = DistributedReplay.fastPath(segment, conf)
+
+  /**
+   * Rows of checkpoint files read in two passes ([[CheckpointSelect]]): rows whose filter columns
+   * the first pass read, and rows decoded whole.
+   */
+  private lazy val selectedRead = spark.sparkContext.longAccumulator("delta-replay: rows filtered")
+  private lazy val selectedDecoded =
+    spark.sparkContext.longAccumulator("delta-replay: rows decoded")
+
+  /**
+   * Whether the window path shuffles only the commits after the checkpoint (their keys broadcast to
+   * filter the checkpoint map-side) rather than every action of the log.
+   */
+  private def windowsTailOnly: Boolean =
+    segment.checkpointVersion.isDefined && segment.commits.nonEmpty &&
+      segment.commitBytes <= conf.tailBroadcastMaxBytes
+
+  /** Whether the checkpoint's adds are read through [[checkpointFilter]] (fast path only). */
+  def filtersCheckpoint: Boolean = useFastPath && checkpointFilter.exists(_.filters)
+
+  /**
+   * The live files as a DataFrame of [[LiveFile.Schema]] that stays on the executors (stats null
+   * unless asked for; paths as the log stores them), with the number of commit actions reconciled
+   * on the driver to build it (the fast path's tail; 0 on the window path). Rows its log scans read
+   * show in [[DistributedReplay.scannedRows]] of its plan once it has run.
+   */
+  def liveFrame(): (DataFrame, Long) =
+    if (!useFastPath) (windowLive().select(liveColumns: _*), 0L)
+    else {
+      val tail = reconciledTail()
+      val adds = checkpointAdds()
+      val survivors =
+        if (tail.winners.isEmpty) adds
+        else adds.where(!touchedBy(tail)(col("path"), col("dv")))
+      val tailFiles =
+        spark.createDataFrame(tail.liveFiles().map(_.toRow).asJava, LiveFile.Schema)
+      val tailFrame = statsParsed.fold(tailFiles) { t =>
+        tailFiles.withColumn(FileEntry.StatsParsedColumn, lit(null).cast(t))
+      }
+      (survivors.select(liveColumns: _*).unionByName(tailFrame), tail.count)
+    }
+
+  /** The checkpoint's adds (those the query's filter may match, when it filters). */
+  private def checkpointAdds(): DataFrame =
+    checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd"))
+
+  /**
+   * The checkpoint adds of a narrowed fast-path read as entry rows, selected ([[CheckpointSelect]])
+   * and turned into entries in the tasks without a DataFrame: the handful of rows a selective
+   * filter keeps does not repay the analysis, planning and code compile of one, most of a first
+   * filtered query's time in a new JVM. None where it does not serve (no filter, two passes off, a
+   * JSON checkpoint part, a layout the filter does not move onto): the frames do.
+   */
+  private def selectedEntries(entry: FileEntry): Option[RDD[InternalRow]] = {
+    val filter = checkpointFilter.filter(_ => filtersCheckpoint && conf.checkpointTwoPass)
+    if (filter.isEmpty || checkpointJson.nonEmpty) return None
+    val moved = checkpointByLayout.toSeq.map { case (layout, fs) =>
+      filter.get.column(layout.addType).map(c => (layout, fs, c))
+    }
+    if (moved.exists(_.isEmpty)) return None
+    val parts = moved.flatten.map { case (layout, fs, f) =>
+      CheckpointSelect.entries(
+        spark,
+        fs,
+        layout,
+        f,
+        entry,
+        statsParsed,
+        needStats,
+        selectedRead,
+        selectedDecoded
+      )
+    }
+    Some(if (parts.size == 1) parts.head else spark.sparkContext.union(parts))
+  }
+
+  /**
+   * The checkpoint's files (its parts, or a V2 checkpoint and its sidecars, named once): the JSON
+   * ones, and the Parquet ones by footer layout (read together).
+   */
+  private lazy val (checkpointJson, checkpointByLayout) = {
+    val (json, parquet) =
+      (segment.checkpoint ++ reader.sidecars()).partition(_.getPath.getName.endsWith(".json"))
+    (json, parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats)))
+  }
+
+  /** The fast path's commits after the checkpoint, reconciled on the driver. */
+  private def reconciledTail(): LocalReplay.Reconciler =
+    LocalReplay.tailOf(reader, segment, needStats)
+
+  /**
+   * The type of the statistics taken typed from a checkpoint's `add.stats_parsed` (when asked for,
+   * [[typedStats]]): the index entry's statistics struct. Such rows carry no JSON statistics.
+   */
+  private val statsParsed = typedStats.filter(_ => needStats).map(_.statsSchema)
+
+  private def liveColumns: Seq[Column] =
+    LiveFile.columnsOfActions ++ statsParsed.map(_ => col(FileEntry.StatsParsedColumn))
+
+  /**
+   * Whether a (path, dv) is a key the reconciled tail touched: a broadcast set, checked map-side.
+   */
+  private def touchedBy(tail: LocalReplay.Reconciler): (Column, Column) => Column = {
+    val keys = new java.util.HashMap[String, java.util.HashSet[String]]()
+    tail.winners.keySet().forEach { case (path, dv) =>
+      keys.computeIfAbsent(path, _ => new java.util.HashSet[String]()).add(dv)
+    }
+    val touched = spark.sparkContext.broadcast(keys)
+    val p = paths
+    val f = udf { (path: String, dv: Row) =>
+      val dvs = touched.value.get(p.key(path))
+      dvs != null && dvs.contains(DvDescriptor.fromRow(dv).fold("")(_.uniqueId))
+    }
+    (path, dv) => f(path, dv)
+  }
+
+  /**
+   * The keyed window: the newest action per key, kept when it is an add. With a checkpoint and a
+   * tail within `tailBroadcastMaxBytes`, only the tail is shuffled: the checkpoint is reconciled
+   * (one row per key), so its adds whose key the tail never mentions are live as they are, found
+   * map-side by an anti join on the tail's keys (broadcast), and the tail's winning adds join them.
+   * A big log's checkpoint, most of its rows, then never goes through the shuffle.
+   */
+  private def windowLive(): DataFrame = {
+    def newestAdds(actions: DataFrame) = newestPerKey(actions).where(col("isAdd"))
+    if (windowsTailOnly) {
+      // one plan of the tail, used twice: Spark scans its files twice (see scannedRows)
+      val tail = keyedActions(commitActions())
+      val untouched = keyedActions(checkpointActions())
+        .where(col("isAdd"))
+        .join(broadcast(tail.select("_key", "_dvKey")), Seq("_key", "_dvKey"), "left_anti")
+      untouched.unionByName(newestAdds(tail))
+    } else newestAdds(keyedActions(checkpointActions().unionByName(commitActions())))
+  }
+
+  /** Actions with their replay key as columns `_key` (canonical path) and `_dvKey`. */
+  private def keyedActions(actions: DataFrame): DataFrame =
+    actions
+      .withColumn("_key", FileAction.keyUdf(paths)(col("path")))
+      .withColumn("_dvKey", FileAction.dvKeyUdf(col("dv")))
+
+  /** The newest of keyed actions per key (version desc, add first): adds and removes. */
+  private def newestPerKey(keyed: DataFrame): DataFrame = {
+    val partitions =
+      if (conf.replayPartitions > 0) conf.replayPartitions
+      else spark.sessionState.conf.numShufflePartitions
+    val newestFirst = Window.partitionBy("_key", "_dvKey").orderBy(desc("version"), desc("isAdd"))
+    keyed
+      .repartition(partitions, col("_key"), col("_dvKey"))
+      .withColumn("_rank", row_number().over(newestFirst))
+      .where(col("_rank") === 1)
+      .drop("_rank")
+  }
+
+  // ------------------------------------------------------------------ step 1
+
+  /** Log files read exactly: no globbing, never skipping a corrupt or missing file. */
+  private def read(format: String, schema: StructType, files: Seq[FileStatus]): DataFrame = {
+    val strict = Map("ignoreCorruptFiles" -> "false", "ignoreMissingFiles" -> "false")
+    format match {
+      case "json" =>
+        SparkBridge.readFiles(
+          spark,
+          new JsonFileFormat,
+          schema,
+          files,
+          strict + ("mode" -> "FAILFAST")
+        )
+      case "parquet" => SparkBridge.readFiles(spark, new ParquetFileFormat, schema, files, strict)
+    }
+  }
+
+  /** Adds and removes of the commits, version from the file name. */
+  private def commitActions(): DataFrame = {
+    if (segment.commits.isEmpty) return emptyActions()
+    val raw = read("json", FileAction.LogSchema, segment.commits)
+    val version = regexp_extract(col("_metadata.file_path"), "(\\d{20})\\.json$", 1).cast("long")
+    normalize(raw, version, col("add.stats"))
+  }
+
+  /**
+   * Adds and removes of the checkpoint parts, or of a V2 checkpoint and its sidecars; with
+   * `filter`, only the adds it may keep (and whatever else it lets through), read with it pushed
+   * into Parquet.
+   */
+  private def checkpointActions(filter: Option[CheckpointFilter] = None): DataFrame = {
+    val version = segment.checkpointVersion.getOrElse(return emptyActions())
+    val json = checkpointJson
+    val fromJson =
+      if (json.isEmpty) Nil
+      else {
+        val raw = filtered(read("json", FileAction.LogSchema, json), FileAction.AddType, filter)
+        Seq(normalize(raw, lit(version), col("add.stats")))
+      }
+    val fromParquet = checkpointByLayout.map { case (layout, fs) =>
+      val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
+      val raw = filter.flatMap(_.column(layout.addType)) match {
+        case Some(f) if conf.checkpointTwoPass =>
+          // adds only; their JSON statistics only where a row may lack the typed ones
+          val fields = layout.addFields(needStats, statsParsed)
+          CheckpointSelect
+            .select(spark, fs, fields, f, selectedRead, selectedDecoded)
+            .frame(spark)
+            .where(f)
+            .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))
+        case _ => filtered(read("parquet", layout.readSchema, fs), layout.addType, filter)
+      }
+      (layout.hasStatsParsed, statsParsed) match {
+        case (true, Some(target)) =>
+          // typed statistics as they are: no JSON written or parsed
+          val parsedType = layout
+            .readSchema("add")
+            .dataType
+            .asInstanceOf[StructType]
+            .apply(CheckpointLayout.StatsParsedField)
+            .dataType
+          val aligned = SparkBridge.column(
+            FileEntry.align(SparkBridge.expression(col(parsedField)), parsedType, target)
+          )
+          // the JSON only where a row has no typed statistics; not read when none lacks them
+          val json =
+            if (layout.statsParsedInEveryAdd) lit(null).cast(StringType)
+            else when(aligned.isNull, col("add.stats"))
+          normalize(raw, lit(version), json, aligned)
+        case (true, None) =>
+          normalize(raw, lit(version), coalesce(col("add.stats"), to_json(col(parsedField))))
+        case _ => normalize(raw, lit(version), col("add.stats"))
+      }
+    }
+    (fromJson ++ fromParquet).reduceOption(_ unionByName _).getOrElse(emptyActions())
+  }
+
+  private def filtered(
+      raw: DataFrame,
+      addType: StructType,
+      filter: Option[CheckpointFilter]
+  ): DataFrame =
+    filter.flatMap(_.column(addType)).fold(raw)(raw.where)
+
+  private def normalize(
+      raw: DataFrame,
+      version: Column,
+      stats: Column,
+      parsed: Column = null
+  ): DataFrame = {
+    val typed = statsParsed.map { t =>
+      (if (parsed == null) lit(null).cast(t) else parsed).as(FileEntry.StatsParsedColumn)
+    }
+    raw
+      .where(FileAction.isFileAction)
+      .select(FileAction.columns(version, stats, needStats) ++ typed: _*)
+  }
+
+  private def emptyActions(): DataFrame =
+    spark.createDataFrame(
+      spark.sparkContext.emptyRDD[Row],
+      statsParsed.fold(FileAction.Schema)(t =>
+        FileAction.Schema.add(FileEntry.StatsParsedColumn, t)
+      )
+    )
+}
+
+private[deltareplay] object DistributedReplay {
+
+  /** Keyed live-file rows ([[LiveFile.Schema]] first) as keyed entry rows; runs in a task. */
+  private def asEntries(
+      entry: FileEntry,
+      rows: Array[(Long, UTF8String, InternalRow)]
+  ): Array[(Long, UTF8String, InternalRow)] = {
+    val toEntry =
+      org.apache.spark.sql.catalyst.expressions.UnsafeProjection.create(entry.fromLiveFile)
+    rows.map { case (t, k, r) => (t, k, toEntry(r).copy(): InternalRow) }
+  }
+
+  /**
+   * Whether a replay of `segment` takes the fast path: a checkpoint and a tail of at most
+   * `tailFastPathMaxBytes` reconciled on the driver.
+   */
+  def fastPath(segment: LogSegment, conf: ReadConf): Boolean =
+    segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
+
+  /**
+   * Runs a job over the log of `segment`, turning a failure into an error that names the log; an
+   * error of ours raised in a task (it already names what failed) comes through as it is.
+   */
+  def logErrors[T](segment: LogSegment)(job: => T): T =
+    try job
+    catch {
+      case e: org.apache.spark.SparkException =>
+        ours(e).foreach(own => throw own)
+        val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
+        throw Errors.corruptLogFile(
+          segment.table,
+          s"the log ($range up to ${segment.version})",
+          Option(e.getCause).getOrElse(e)
+        )
+    }
+
+  private def ours(e: Throwable): Option[Errors.DeltaReplayException] =
+    Errors.causes(e).collectFirst { case d: Errors.DeltaReplayException => d }
+
+  /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
+  def scannedRows(plan: SparkPlan): Long = {
+    def scans(p: SparkPlan): Seq[FileSourceScanExec] = p match {
+      case a: AdaptiveSparkPlanExec => scans(a.executedPlan)
+      case q: QueryStageExec => scans(q.plan)
+      case s: FileSourceScanExec => Seq(s)
+      case other => other.children.flatMap(scans) ++ other.subqueries.flatMap(scans)
+    }
+    // a log file read twice in one plan (the tail, windowed and broadcast as keys) counts once
+    scans(plan)
+      .groupBy(_.relation.location.inputFiles.toSeq.sorted)
+      .values
+      .map(_.flatMap(_.metrics.get("numOutputRows")).map(_.value).foldLeft(0L)(math.max))
+      .sum
+  }
+}

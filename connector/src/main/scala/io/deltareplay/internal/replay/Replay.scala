@@ -1,0 +1,168 @@
+package io.deltareplay.internal.replay
+
+import java.util.UUID
+
+import io.deltareplay.internal.index.{
+  DriverIndex,
+  ExecutorIndex,
+  FileEntry,
+  IndexCache,
+  ReplayResult
+}
+import io.deltareplay.internal.log.{LogReader, LogSegment}
+import io.deltareplay.internal.planning.{ReadConf, ReplayMode}
+import org.apache.spark.sql.SparkSession
+
+/**
+ * Log replay: the live data files of one table version, from its checkpoint and the commits after
+ * it. The rules, as Delta's protocol fixes them, shared by the local and the distributed
+ * implementation:
+ *
+ *   1. Every add and remove is keyed by (canonical path, deletion-vector unique id). The canonical
+ *      path is delta-spark's ([[TablePaths.key]]): the path URI normalised, an absolute path
+ *      without scheme qualified with the default file system, a relative path left relative. 2. The
+ *      newest action per key wins: higher commit version first; checkpoint rows count as the
+ *      checkpoint's version. Within one commit (which a compliant writer never makes hold both an
+ *      add and a remove of one key) the add wins, so a hand-written log with both keeps the file,
+ *      as delta-spark's in-order replay does for the usual add-after-remove order. 3. A key whose
+ *      winner is an add is live; a key whose winner is a remove is not. A path removed and re-added
+ *      later is live again; a deletion-vector update of a path (remove with the old DV id, add with
+ *      the new) leaves exactly the new one live. 4. Protocol and metadata: the newest of each wins
+ *      (read on the driver by [[LogReader]]).
+ *
+ * [[LocalReplay]] applies the rules with a hash map on the driver (small logs, no Spark job).
+ * [[DistributedReplay]] applies them as a Spark job: a shuffle on the key with a window that keeps
+ * the newest row, or, when the commits after the checkpoint are few, a map-side filter of the
+ * checkpoint by the keys those commits touched (checkpoint rows are unique per key, so only touched
+ * keys need reconciling) with no shuffle at all.
+ */
+private[deltareplay] object Replay {
+
+  /**
+   * `cached`, an index of this or an older version, made the index of `segment`'s version: as it
+   * is, or rolled forward by the commits in between ([[IndexCache]]); None when the commits in
+   * between are gone or bigger than a full replay would read.
+   */
+  def roll(
+      spark: SparkSession,
+      segment: LogSegment,
+      conf: ReadConf,
+      entry: FileEntry,
+      cached: IndexCache.Entry
+  ): Option[ReplayResult] =
+    if (cached.version == segment.version) {
+      Some(ReplayResult(cached.index, s"cached (v${cached.version})", 0L, 0L, 0))
+    } else {
+      IndexCache.commitsAfter(spark, segment, cached.version).collect {
+        case commits
+            if commits.map(_.getLen).sum <= math.min(segment.totalBytes, conf.stateMaxTailBytes) =>
+          val tail = IndexCache.reconcile(spark, segment, commits, cached.withStats)
+          val index = cached.index match {
+            case d: DriverIndex =>
+              val rolled = d.rolledForward(tail, segment.version, entry.projector())
+              if (rolled.wantsCompaction) rolled.compacted else rolled
+            case e: ExecutorIndex => e.rolledForward(spark, tail, segment.version)
+          }
+          val mode = s"incremental (v${cached.version} + ${commits.size} commits)"
+          ReplayResult(index, mode, tail.count, 0L, 0)
+      }
+    }
+
+  /** A fresh index on the driver, replayed locally or as a Spark job. */
+  def buildOnDriver(
+      spark: SparkSession,
+      segment: LogSegment,
+      tableId: String,
+      conf: ReadConf,
+      entry: FileEntry,
+      needStats: Boolean
+  ): ReplayResult =
+    if (isDistributed(segment, conf)) {
+      val (index, mode, actions, tasks) =
+        new DistributedReplay(spark, segment, conf, needStats, Some(entry)).index(entry, tableId)
+      ReplayResult(index, mode, actions, 0L, tasks)
+    } else {
+      val (files, actions) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
+      val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, files)
+      ReplayResult(index, "local", actions, 0L, 0)
+    }
+
+  /**
+   * A fresh index on the executors (replayed as a Spark job whatever `replay.mode` says), persisted
+   * at `storageLevel`, or not persisted (then planning runs the replay).
+   */
+  def buildOnExecutors(
+      spark: SparkSession,
+      segment: LogSegment,
+      tableId: String,
+      conf: ReadConf,
+      entry: FileEntry,
+      needStats: Boolean,
+      storageLevel: Option[org.apache.spark.storage.StorageLevel]
+  ): ReplayResult = {
+    val replay = new DistributedReplay(spark, segment, conf, needStats, Some(entry))
+    val description = s"delta-replay: index ${segment.table} v${segment.version} on the executors"
+    val ((index, actions), tasks) = inJobGroup(spark, description) {
+      val (live, tailActions) = replay.liveFrame()
+      val index = DistributedReplay.logErrors(segment) {
+        ExecutorIndex.build(
+          spark,
+          entry,
+          segment.paths,
+          tableId,
+          segment.version,
+          needStats,
+          live,
+          storageLevel
+        )
+      }
+      val scanned = if (index.persisted) DistributedReplay.scannedRows(index.cachedPlan) else 0L
+      (index, scanned + tailActions)
+    }
+    ReplayResult(index, s"${replay.modeLabel}, on the executors", actions, 0L, tasks)
+  }
+
+  /** Whether the replay of `segment` runs as a Spark job (the mode, or `auto`'s size rule). */
+  def isDistributed(segment: LogSegment, conf: ReadConf): Boolean = conf.replayMode match {
+    case ReplayMode.Local => false
+    case ReplayMode.Distributed => true
+    case ReplayMode.Auto => segment.totalBytes > conf.distributedThresholdBytes
+  }
+
+  /** Shares identical partition-value maps between files (most files share a few). */
+  final class Interner {
+    private val seen = new java.util.HashMap[Map[String, String], Map[String, String]]()
+    def apply(m: Map[String, String]): Map[String, String] =
+      if (m.isEmpty) Map.empty
+      else {
+        val prior = seen.putIfAbsent(m, m)
+        if (prior == null) m else prior
+      }
+  }
+
+  def newJobGroup(): String = s"delta-replay-${UUID.randomUUID()}"
+
+  /** Runs `body` in a fresh delta-replay job group; returns its result and the tasks it ran. */
+  def inJobGroup[T](spark: SparkSession, description: String)(body: => T): (T, Int) = {
+    val group = Replay.newJobGroup()
+    val sc = spark.sparkContext
+    val priorGroup = sc.getLocalProperty("spark.jobGroup.id")
+    val priorDescription = sc.getLocalProperty("spark.job.description")
+    sc.setJobGroup(group, description)
+    try {
+      val result = body
+      val tasks = sc.statusTracker
+        .getJobIdsForGroup(group)
+        .toSeq
+        .flatMap { job =>
+          sc.statusTracker.getJobInfo(job).toSeq.flatMap(_.stageIds().toSeq)
+        }
+        .flatMap(stage => sc.statusTracker.getStageInfo(stage).map(_.numTasks()))
+        .sum
+      (result, tasks)
+    } finally {
+      sc.setLocalProperty("spark.jobGroup.id", priorGroup)
+      sc.setLocalProperty("spark.job.description", priorDescription)
+    }
+  }
+}

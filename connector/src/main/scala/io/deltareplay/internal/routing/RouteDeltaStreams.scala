@@ -1,0 +1,89 @@
+package io.deltareplay.internal.routing
+
+import scala.jdk.CollectionConverters._
+
+import io.deltareplay.internal.delta.DeltaAdapter
+import io.deltareplay.internal.log.{TableSnapshot, TailPrefetch}
+import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.scan.DeltaReplayTable
+import io.deltareplay.{DeltaReplayOptions, DeltaReplaySource}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.AttributeReference
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, StreamingSourceIdentifyingName}
+import org.apache.spark.sql.execution.streaming.runtime.StreamingRelation
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+
+/**
+ * Routes delta-spark streaming reads (`readStream.format("delta")`, `readStream.table(...)`) to
+ * this connector's micro-batch stream. Streams with options this connector does not implement (for
+ * example `readChangeFeed` or `schemaTrackingLocation`) stay with delta-spark, as do all streams
+ * when `spark.deltareplay.enabled=false`.
+ */
+private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends Rule[LogicalPlan] {
+
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    if (!ReadConf.routingEnabled(spark)) return plan
+    plan.resolveOperatorsUp {
+      case rel @ StreamingRelation(ds, _, output, identifyingName)
+          if DeltaAdapter.isDeltaSource(ds.className) =>
+        val options = ds.options
+        val path = options
+          .collectFirst { case (k, v) if k.equalsIgnoreCase("path") => v }
+          .orElse(ds.catalogTable.map(_.location.toString))
+        if (path.isEmpty || !RouteDeltaStreams.routable(options)) rel
+        else {
+          RouteDeltaStreams.relation(
+            spark,
+            RouteDeltaStreams.snapshot(spark, path.get),
+            options,
+            output.map(_.asInstanceOf[AttributeReference]),
+            Some(rel),
+            identifyingName
+          )
+        }
+    }
+  }
+}
+
+private[deltareplay] object RouteDeltaStreams {
+
+  /** Whether a stream with `options` may be routed: no opt-out, no option unknown here. */
+  def routable(options: Map[String, String]): Boolean =
+    RouteDeltaReads.routable(options, DeltaReplayOptions.KnownStreamOptions)
+
+  /**
+   * The newest snapshot of the table a stream reads, its commit tail parsed ahead of the stream's
+   * first batch ([[TailPrefetch]]; a stream's snapshot needs no statistics).
+   */
+  def snapshot(spark: SparkSession, path: String): TableSnapshot = {
+    val loaded = TableSnapshot.load(spark, path, None, None)
+    TailPrefetch.start(spark, loaded, withStats = false)
+    loaded
+  }
+
+  /**
+   * This connector's stream over `snapshot`'s table with `output`; `v1` is delta-spark's relation
+   * it replaces, when delta-spark resolved the read first.
+   */
+  def relation(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      options: Map[String, String],
+      output: Seq[AttributeReference],
+      v1: Option[LogicalPlan],
+      name: StreamingSourceIdentifyingName
+  ): StreamingRelationV2 =
+    StreamingRelationV2(
+      Some(new DeltaReplaySource),
+      "delta-replay",
+      new DeltaReplayTable(spark, snapshot, options, timeTravel = false),
+      new CaseInsensitiveStringMap(options.asJava),
+      output,
+      None,
+      None,
+      v1,
+      name
+    )
+}

@@ -1,0 +1,223 @@
+package io.deltareplay.internal.scan
+
+import java.util.OptionalLong
+
+import io.deltareplay.internal.index.{DriverIndex, ReplayResult}
+import io.deltareplay.internal.log.TableSnapshot
+import io.deltareplay.internal.planning.{PlanResult, ReadConf, ReadPolicy, ScanPlanning}
+import io.deltareplay.internal.read.{DeltaReaderFactory, FileMetadata}
+import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
+import io.deltareplay.internal.streaming.{DeltaReplayMicroBatchStream, StreamOptions}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, V2ExpressionUtils}
+import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
+import org.apache.spark.sql.connector.read._
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
+import org.apache.spark.sql.types.{StructField, StructType}
+
+/**
+ * A batch scan of one pinned table version: immutable, equal to another scan of the same table
+ * version, read schema, pushed filters and settings (as Spark's `FileScan` and Iceberg's scans are,
+ * so that Spark can reuse exchanges and subqueries). Planning happens once, lazily, when Spark asks
+ * for partitions or statistics (again only for new runtime filters); [[description]] shows what was
+ * pushed down without planning, and what replay and skipping did once the scan has planned.
+ *
+ * @param replayedBefore
+ *   a replay the scan builder already ran (for aggregates from statistics); reused, not compared
+ */
+private[deltareplay] final case class DeltaReplayScan(
+    snapshot: TableSnapshot,
+    conf: ReadConf,
+    readDataSchema: StructType,
+    readPartitionSchema: StructType,
+    metadataSchema: Option[StructType],
+    filters: PushedFilters,
+    options: Map[String, String]
+)(spark: SparkSession, replayedBefore: Option[ReplayResult])
+    extends Scan
+    with SupportsReportStatistics
+    with SupportsRuntimeV2Filtering {
+
+  private lazy val policy = ReadPolicy(spark, snapshot, conf)
+
+  /** This scan's planning over the snapshot index; the index is got once. */
+  lazy val planning: ScanPlanning = policy.planner(needStats, replayedBefore)
+
+  private def needStats: Boolean = conf.dataSkipping && filters.skipping.nonEmpty
+
+  /** Partition filters Spark found at run time (dynamic partition pruning). */
+  @volatile private var runtimeFilters: Seq[Expression] = Nil
+  @volatile private var plannedCache: Option[(Seq[Expression], PlanResult)] = None
+
+  /** The plan for the current runtime filters (planned on first use, then kept). */
+  def planned: PlanResult = synchronized {
+    plannedCache match {
+      case Some((filters, plan)) if filters == runtimeFilters => plan
+      case _ =>
+        val withRuntime = filters.copy(partition = filters.partition ++ runtimeFilters)
+        val filter = FileFilter(policy.entry, withRuntime, conf.dataSkipping)
+        val plan = planning.plan(filter, readPartitionSchema, owner = this)
+        plannedCache = Some(runtimeFilters -> plan)
+        plan
+    }
+  }
+
+  /** The index on the driver, when this scan plans there (got if it was not yet). */
+  def driverReplay: Option[ReplayResult] =
+    Some(planning.replay).filter(_.index.isInstanceOf[DriverIndex])
+
+  /** The planned scan's figures, without planning (None until it has planned). */
+  def plannedMetrics: Option[ScanMetrics] = plannedCache.map(p => metricsOf(p._2))
+
+  /** The planned scan's figures (plans if it has not). */
+  def metrics: ScanMetrics = metricsOf(planned)
+
+  private def metricsOf(p: PlanResult): ScanMetrics =
+    ScanMetrics(
+      table = snapshot.table,
+      version = snapshot.version,
+      replayMode = p.replay.mode,
+      logSegment = snapshot.segment.describe,
+      actionsReplayed = p.replay.actionsReplayed,
+      liveFiles = p.replay.liveFiles,
+      filesAfterPartitionPruning = p.planned.filesAfterPruning,
+      filesAfterSkipping = p.planned.filesAfterSkipping,
+      replayMillis = p.replay.millis,
+      planMillis = p.planned.planMillis,
+      snapshotMillis = snapshot.loadMillis,
+      replayTasks = p.replay.tasks,
+      planning = p.planned.planning,
+      index = p.replay.index
+    )
+
+  // Spark resolves these against the scan relation's output, so only partition columns that
+  // survived column pruning can be offered for runtime (DPP) filtering.
+  override def filterAttributes(): Array[NamedReference] = {
+    val read = readPartitionSchema.fieldNames.map(_.toLowerCase(java.util.Locale.ROOT)).toSet
+    snapshot.partitionColumns
+      .filter(c => read.contains(c.toLowerCase(java.util.Locale.ROOT)))
+      .map(c => Expressions.column(DeltaReplayScan.quoted(c)): NamedReference)
+      .toArray
+  }
+
+  override def filter(predicates: Array[Predicate]): Unit = {
+    val converted = predicates.toSeq
+      .flatMap(p => V2ExpressionUtils.toCatalyst(p))
+      .map(_.transform { case u: UnresolvedAttribute =>
+        val field = snapshot.schema(u.nameParts.last)
+        AttributeReference(field.name, field.dataType, field.nullable)()
+      })
+      .filter(PushedFilters.evaluable)
+    if (converted.nonEmpty) runtimeFilters = runtimeFilters ++ converted
+  }
+
+  override def readSchema(): StructType = StructType(
+    readDataSchema ++ readPartitionSchema ++
+      metadataSchema.map(m => StructField(FileMetadata.Column, m, nullable = false))
+  )
+
+  override def description(): String = {
+    def list(es: Iterable[Any]) = es.mkString("[", ", ", "]")
+    val pushed =
+      s"PartitionFilters: ${list(filters.partition)}, SkippingFilters: ${list(filters.skipping)}, " +
+        s"PushedFilters: ${list(filters.parquet)}, " +
+        s"RuntimePartitionFilters: ${list(runtimeFilters)}, ReadSchema: ${readSchema().simpleString}"
+    val done = plannedMetrics.fold("")(m => s" [${m.describe}]")
+    s"DeltaReplayScan ${snapshot.table} v${snapshot.version}$done $pushed"
+  }
+
+  override def supportedCustomMetrics(): Array[CustomMetric] = ScanMetrics.supported
+
+  override def reportDriverMetrics(): Array[CustomTaskMetric] =
+    plannedMetrics.fold(Array.empty[CustomTaskMetric])(_.driverMetrics)
+
+  override def toBatch: Batch = new DeltaReplayBatch(this)
+
+  override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+    // the level of the snapshot index the stream keeps; index.storageLevel unless given apart
+    val setting = io.deltareplay.DeltaReplayOptions
+      .settingNamed(io.deltareplay.DeltaReplayOptions.SnapshotStorageLevel)
+      .get
+    val level = ReadConf
+      .resolve(spark, options, setting)
+      .map(r => ReadConf.storageLevel(r.key, r.value))
+      .getOrElse(conf.indexStorageLevel)
+    streamed = true
+    new DeltaReplayMicroBatchStream(spark, snapshot, StreamOptions(options), conf, level)
+  }
+
+  /**
+   * The reader factory of the planned scan, made once per plan: Spark asks each copy of its scan
+   * node for one, and each factory broadcasts its Hadoop configuration.
+   */
+  def readerFactory(): PartitionReaderFactory = synchronized {
+    val plan = planned
+    factoryCache match {
+      case Some((p, factory)) if p eq plan => factory
+      case _ =>
+        val factory = DeltaReaderFactory.create(
+          spark,
+          snapshot,
+          readDataSchema,
+          readPartitionSchema,
+          filters.parquet,
+          plan.planned.hasDeletionVectors,
+          withManifests = plan.onExecutors,
+          metadata = metadataSchema.getOrElse(new StructType())
+        )
+        factoryCache = Some(plan -> factory)
+        factory
+    }
+  }
+
+  @volatile private var factoryCache: Option[(PlanResult, PartitionReaderFactory)] = None
+
+  /** Set when Spark reads this scan as a stream: it is then never planned as a batch. */
+  @volatile private var streamed = false
+
+  override def estimateStatistics(): Statistics =
+    if (streamed) {
+      // Spark asks a micro-batch relation's scan for statistics; planning the whole table version
+      // for them would cost the first micro-batch a full batch plan
+      new Statistics {
+        override def sizeInBytes(): OptionalLong = OptionalLong.empty()
+        override def numRows(): OptionalLong = OptionalLong.empty()
+      }
+    } else batchStatistics
+
+  private def batchStatistics: Statistics = {
+    val p = planned.planned
+    new Statistics {
+      override def sizeInBytes(): OptionalLong = OptionalLong.of(p.bytesAfterSkipping)
+      override def numRows(): OptionalLong =
+        p.rowsAfterSkipping.fold(OptionalLong.empty())(OptionalLong.of)
+    }
+  }
+
+  override def equals(o: Any): Boolean = o match {
+    case s: DeltaReplayScan =>
+      snapshot.table == s.snapshot.table && snapshot.version == s.snapshot.version &&
+      snapshot.meta.tableId == s.snapshot.meta.tableId && conf == s.conf &&
+      readDataSchema == s.readDataSchema && readPartitionSchema == s.readPartitionSchema &&
+      metadataSchema == s.metadataSchema && filters == s.filters && options == s.options
+    case _ => false
+  }
+
+  override def hashCode(): Int =
+    (snapshot.table, snapshot.version, readDataSchema, readPartitionSchema, filters).hashCode()
+}
+
+/** The batch of a [[DeltaReplayScan]]: its planned partitions; all planning stays in the scan. */
+private[deltareplay] final case class DeltaReplayBatch(scan: DeltaReplayScan) extends Batch {
+  override def planInputPartitions(): Array[InputPartition] = scan.planned.planned.partitions
+  override def createReaderFactory(): PartitionReaderFactory = scan.readerFactory()
+}
+
+private[deltareplay] object DeltaReplayScan {
+
+  /** A column name as one quoted identifier (names such as `p;q=` or `a.b` parse as themselves). */
+  def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
+}

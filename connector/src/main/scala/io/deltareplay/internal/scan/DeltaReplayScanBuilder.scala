@@ -1,0 +1,105 @@
+package io.deltareplay.internal.scan
+
+import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, FileEntry, ReplayResult}
+import io.deltareplay.internal.log.TableSnapshot
+import io.deltareplay.internal.planning.{MetadataAggregates, ReadConf, ReadPolicy}
+import io.deltareplay.internal.read.FileMetadata
+import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
+import org.apache.spark.sql.connector.expressions.filter.Predicate
+import org.apache.spark.sql.connector.read.{
+  Scan,
+  ScanBuilder,
+  SupportsPushDownAggregates,
+  SupportsPushDownRequiredColumns
+}
+import org.apache.spark.sql.deltareplay.SparkBridge
+import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
+import org.apache.spark.sql.types.StructType
+
+/**
+ * Column pruning, filter pushdown ([[PushedFilters]]: partition filters applied exactly by pruning,
+ * the rest used to skip files and re-evaluated by Spark) and aggregates from statistics.
+ */
+private[deltareplay] class DeltaReplayScanBuilder(
+    spark: SparkSession,
+    snapshot: TableSnapshot,
+    options: Map[String, String]
+) extends ScanBuilder
+    with SupportsPushDownRequiredColumns
+    with SupportsPushDownCatalystFilters
+    with SupportsPushDownAggregates {
+
+  private val conf = ReadConf(spark, options)
+  private val policy = ReadPolicy(spark, snapshot, conf)
+  private val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+  private var required: StructType = snapshot.schema
+  private var filters: PushedFilters = PushedFilters.none
+  private var replayed: Option[ReplayResult] = None
+  private var aggregate: Option[MetadataAggregates.Answer] = None
+  private var aggregateReplay = ""
+
+  override def pruneColumns(requiredSchema: StructType): Unit = required = requiredSchema
+
+  override def pushFilters(pushed: Seq[Expression]): Seq[Expression] = {
+    filters = PushedFilters.split(
+      pushed,
+      snapshot.partitionColumns.toSet,
+      parquetPushdown = !snapshot.meta.usesColumnMapping
+    )
+    filters.postScan
+  }
+
+  override def pushedFilters: Array[Predicate] =
+    (filters.partition ++ filters.skipping).flatMap(f => SparkBridge.translatePredicate(f)).toArray
+
+  /**
+   * Answers the aggregation from the log's statistics when it can ([[MetadataAggregates]]); Spark
+   * offers it only when no filter remains for after the scan. The replay this needs (with
+   * statistics) is kept for the ordinary scan if the answer is no.
+   */
+  override def pushAggregation(aggregation: Aggregation): Boolean = {
+    if (!conf.metadataAggregates || filters.postScan.nonEmpty) return false
+    if (MetadataAggregates.functions(aggregation, entry).isEmpty) return false
+    val filter = FileFilter(entry, filters, skipping = false)
+    val replay = policy.index(needStats = true)
+    replayed = Some(replay)
+    replay.index match {
+      case index: DriverIndex =>
+        aggregateReplay = replay.mode
+        aggregate = MetadataAggregates.answer(aggregation, index, filter)
+      case index: ExecutorIndex =>
+        // The file list is too big for the driver: fold the statistics where the files are.
+        val answered =
+          MetadataAggregates.answerOnExecutors(spark, snapshot, aggregation, index, filter)
+        aggregate = answered
+        aggregateReplay = s"${replay.mode} (${index.describe})"
+    }
+    aggregate.isDefined
+  }
+
+  override def build(): Scan = aggregate match {
+    case Some(answer) =>
+      new MetadataAggregates.StatsAggregateScan(
+        snapshot,
+        answer,
+        aggregateReplay,
+        filters.partition.mkString("[", ", ", "]")
+      )
+    case None =>
+      val isPartition = snapshot.partitionColumns.map(_.toLowerCase).toSet
+      val (metadata, columns) = required.partition(_.name == FileMetadata.Column)
+      val (partitions, data) = columns.partition(f => isPartition(f.name.toLowerCase))
+      DeltaReplayScan(
+        snapshot,
+        conf,
+        StructType(data),
+        StructType(partitions),
+        metadata.headOption.map(_.dataType.asInstanceOf[StructType]),
+        filters,
+        options
+      )(spark, replayed)
+  }
+}

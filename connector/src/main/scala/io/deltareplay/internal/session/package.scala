@@ -1,0 +1,7 @@
+package io.deltareplay.internal
+
+/**
+ * State kept per SparkSession, made on first use and dropped with the session, and the bounded
+ * caches it is kept in. Uses nothing of the other rooms.
+ */
+package object session

@@ -1,0 +1,144 @@
+package io.deltareplay.internal.index
+
+import scala.util.Random
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The compact columns give back exactly the values they were built from, for every layout. */
+class ColumnDataSuite extends AnyFunSuite {
+
+  private val schema = new StructType()
+    .add("l", LongType)
+    .add("i", IntegerType)
+    .add("s", ShortType)
+    .add("b", ByteType)
+    .add("d", DateType)
+    .add("t", TimestampType)
+    .add("f", FloatType)
+    .add("x", DoubleType)
+    .add("small", DecimalType(10, 2))
+    .add("big", DecimalType(38, 18))
+    .add("str", StringType)
+    .add("bin", BinaryType)
+    .add("bool", BooleanType)
+    .add("st", new StructType().add("a", LongType).add("b", StringType))
+    .add("nul", LongType)
+
+  private def value(dt: DataType, r: Random, n: Int): Any = dt match {
+    case LongType => if (r.nextBoolean()) r.nextLong() else 1000L + r.nextInt(10)
+    case IntegerType | DateType =>
+      r.nextInt(3) match {
+        case 0 => Int.MinValue
+        case 1 => Int.MaxValue
+        case _ => r.nextInt()
+      }
+    case ShortType => r.nextInt(65536).toShort
+    case ByteType => r.nextInt(256).toByte
+    case TimestampType => Long.MaxValue - r.nextInt(3)
+    case FloatType => if (r.nextBoolean()) Float.NaN else -0.0f
+    case DoubleType => Seq(Double.NaN, -0.0, 1e300, Double.MinPositiveValue)(r.nextInt(4))
+    case d: DecimalType =>
+      val digits = math.min(d.precision, 18)
+      val unscaled = r.nextLong() % math.pow(10, digits).toLong
+      Decimal(BigDecimal(unscaled) / BigDecimal(10).pow(d.scale), d.precision, d.scale)
+    case StringType =>
+      // few distinct (dictionary) in some runs, many (bytes) in others
+      UTF8String.fromString(if (n % 2 == 0) s"v${r.nextInt(5)}😀" else s"w${r.nextLong()}")
+    case BinaryType => Array.fill(r.nextInt(4))(r.nextInt(256).toByte)
+    case BooleanType => r.nextBoolean()
+    case s: StructType =>
+      new GenericInternalRow(Array[Any](r.nextLong(), UTF8String.fromString(s"n${r.nextInt(3)}")))
+  }
+
+  private def rows(n: Int, nullShare: Double, seed: Long): IndexedSeq[InternalRow] = {
+    val r = new Random(seed)
+    (0 until n).map { i =>
+      new GenericInternalRow(schema.fields.map { f =>
+        if (f.name == "nul" || r.nextDouble() < nullShare) null
+        else value(f.dataType, r, seed.toInt)
+      })
+    }
+  }
+
+  private def same(dt: DataType, a: Any, b: Any): Boolean = (dt, a, b) match {
+    case (_, null, null) => true
+    case (_, null, _) | (_, _, null) => false
+    case (BinaryType, x: Array[Byte], y: Array[Byte]) => x.sameElements(y)
+    case (FloatType, x: Float, y: Float) => java.lang.Float.compare(x, y) == 0
+    case (DoubleType, x: Double, y: Double) => java.lang.Double.compare(x, y) == 0
+    case (s: StructType, x: InternalRow, y: InternalRow) =>
+      s.fields.indices.forall { i =>
+        same(
+          s(i).dataType,
+          if (x.isNullAt(i)) null else x.get(i, s(i).dataType),
+          if (y.isNullAt(i)) null else y.get(i, s(i).dataType)
+        )
+      }
+    case _ => a == b
+  }
+
+  Seq(("dense", 0.0, 11L), ("some nulls", 0.2, 12L), ("mostly null (sparse)", 0.8, 13L)).foreach {
+    case (name, nulls, seed) =>
+      test(s"every type read back as written: $name") {
+        val input = rows(3000, nulls, seed)
+        val columns = schema.fields.indices.map(i => ColumnData.build(schema(i).dataType, input, i))
+        val batch = new org.apache.spark.sql.vectorized.ColumnarBatch(
+          columns.map(_.vector).toArray,
+          input.size
+        )
+        input.indices.foreach { row =>
+          val got = batch.getRow(row)
+          schema.fields.indices.foreach { i =>
+            val dt = schema(i).dataType
+            val expected = if (input(row).isNullAt(i)) null else input(row).get(i, dt)
+            val actual = if (got.isNullAt(i)) null else got.get(i, dt)
+            assert(same(dt, expected, actual), s"row $row column ${schema(i).name}")
+          }
+        }
+        assert(columns.last.isInstanceOf[ColumnData.AllNull])
+        if (nulls > 0.5) {
+          assert(columns(schema.fieldIndex("st")).isInstanceOf[ColumnData.SparseStruct])
+        }
+      }
+  }
+
+  test("rows streamed through one reused UnsafeRow read back as written (nothing of a row kept)") {
+    val input = rows(3000, 0.3, 21)
+    val toUnsafe = org.apache.spark.sql.catalyst.expressions.UnsafeProjection.create(schema)
+    val builders = schema.fields.map(f => ColumnBuilder(f.dataType))
+    input.foreach { r =>
+      val view = toUnsafe(r) // the same object every row, overwritten by the next
+      builders.indices.foreach(i => builders(i).append(view, i))
+    }
+    val batch = new org.apache.spark.sql.vectorized.ColumnarBatch(
+      builders.map(_.result().vector),
+      input.size
+    )
+    input.indices.foreach { row =>
+      schema.fields.indices.foreach { i =>
+        val dt = schema(i).dataType
+        val expected = if (input(row).isNullAt(i)) null else input(row).get(i, dt)
+        val got = batch.getRow(row)
+        assert(same(dt, expected, if (got.isNullAt(i)) null else got.get(i, dt)), s"row $row")
+      }
+    }
+  }
+
+  test("compact layouts are chosen: constants, int offsets, dictionaries") {
+    val input = (0 until 1000).map { i =>
+      new GenericInternalRow(
+        Array[Any](7L, 1700000000000L + i, UTF8String.fromString(s"p${i % 3}"))
+      ): InternalRow
+    }
+    val types = Seq(LongType, LongType, StringType)
+    val columns = types.indices.map(i => ColumnData.build(types(i), input, i))
+    assert(columns(0).isInstanceOf[ColumnData.ConstantLong])
+    assert(columns(1).isInstanceOf[ColumnData.IntOffsets])
+    assert(columns(2).isInstanceOf[ColumnData.SmallDictionary])
+    assert(columns.map(_.bytes).sum < 1000 * 6)
+  }
+}

@@ -1,0 +1,155 @@
+package io.deltareplay.internal.planning
+
+import io.deltareplay.{DeltaReplayException, DeltaReplayOptions => O}
+import io.deltareplay.test.SharedSparkSession
+import org.apache.spark.storage.StorageLevel
+import org.scalatest.funsuite.AnyFunSuite
+
+/** Settings: read option over session key over default; bad values name the key. */
+class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
+
+  private def withSession[T](key: String, value: String)(body: => T): T = {
+    spark.conf.set(O.SessionPrefix + key, value)
+    try body
+    finally spark.conf.unset(O.SessionPrefix + key)
+  }
+
+  test("defaults, then session keys, then read options (keys case-insensitive)") {
+    val defaults = ReadConf(spark, Map.empty)
+    assert(defaults.replayMode === ReplayMode.Auto && defaults.planningMode === PlanningMode.Auto)
+    assert(defaults.indexStorageLevel === StorageLevel.MEMORY_AND_DISK)
+    assert(defaults.stateCacheBudgetBytes === Runtime.getRuntime.maxMemory() / 10)
+    withSession(O.ReplayMode, "local") {
+      assert(ReadConf(spark, Map.empty).replayMode === ReplayMode.Local)
+      assert(
+        ReadConf(spark, Map("REPLAY.MODE" -> "Distributed")).replayMode === ReplayMode.Distributed
+      )
+    }
+    assert(
+      ReadConf(spark, Map("index.storagelevel" -> "disk_only")).indexStorageLevel ===
+        StorageLevel.DISK_ONLY
+    )
+    assert(ReadConf(spark, Map(O.SnapshotSliceFiles -> "12")).snapshotSliceFiles === 12)
+  }
+
+  test("a bad value fails naming the option as passed (or the session key), the value, the rule") {
+    Seq(
+      O.ReplayMode -> "sometimes",
+      O.PlanningMode -> "cloud",
+      O.DataSkipping -> "yes",
+      O.DistributedThresholdBytes -> "16MB",
+      O.IndexStorageLevel -> "FAST",
+      O.SnapshotSliceFiles -> "0"
+    ).foreach { case (key, value) =>
+      val e = intercept[DeltaReplayException](ReadConf(spark, Map(key.toUpperCase -> value)))
+      assert(e.getMessage.contains(s"for ${key.toUpperCase}:"), e.getMessage)
+      assert(!e.getMessage.contains(O.SessionPrefix), e.getMessage)
+      assert(e.getMessage.toLowerCase.contains(value.toLowerCase), e.getMessage)
+      withSession(key, value) {
+        val s = intercept[DeltaReplayException](ReadConf(spark, Map.empty))
+        assert(s.getMessage.contains(O.SessionPrefix + key), s.getMessage)
+      }
+    }
+    // out of range: negative counts and sizes
+    Seq(O.ReplayPartitions, O.DistributedThresholdBytes, O.PlanningExecutorsMinFiles).foreach {
+      key =>
+        val e = intercept[DeltaReplayException](ReadConf(spark, Map(key -> "-3")))
+        assert(e.getMessage.contains("at least 0"), e.getMessage)
+    }
+  }
+
+  test(
+    "every setting has a default, a session key, and is a read option (session-only ones excepted)"
+  ) {
+    val keys = O.Settings.map(_.name).toSet
+    assert(keys.map(_.toLowerCase).size === keys.size) // one spelling each
+    assert(
+      O.KnownReadOptions === O.Settings
+        .filter(s => s.scope == O.Scope.ReadAndSession || s.scope == O.Scope.Read)
+        .map(_.name.toLowerCase)
+        .toSet ++ Set("path", "paths")
+    )
+    assert(
+      O.Settings.filter(_.scope == O.Scope.Session).map(_.name).toSet ===
+        Set(O.Enabled, O.RouteAtLoad, O.PrefetchTail, O.UseChecksum)
+    )
+    // every setting with a default accepts it
+    O.Settings.foreach(s => s.default.foreach(d => assert(s.kind.accepts(d), s)))
+    assert(
+      O.EnabledKey === "spark.deltareplay.enabled" && O.PlanningModeKey === "spark.deltareplay.planning.mode"
+    )
+    // each key as a read option reaches its field
+    val set = ReadConf(
+      spark,
+      Map(
+        O.DistributedThresholdBytes -> "5",
+        O.ReplayPartitions -> "6",
+        O.TailFastPathMaxBytes -> "7",
+        O.TailBroadcastMaxBytes -> "11",
+        O.DataSkipping -> "FALSE",
+        O.StateCache -> "false",
+        O.StateCacheMaxBytes -> "8",
+        O.StateMaxTailBytes -> "9",
+        O.MetadataAggregates -> "false",
+        O.CheckpointTwoPass -> "false",
+        O.PlanningMode -> " Executors ",
+        O.PlanningExecutorsMinFiles -> "10",
+        O.PlanningScratchDir -> " /scratch/x "
+      )
+    )
+    assert(
+      (set.distributedThresholdBytes, set.replayPartitions, set.tailFastPathMaxBytes) === ((
+        5L,
+        6,
+        7L
+      ))
+    )
+    assert(set.tailBroadcastMaxBytes === 11L)
+    assert(
+      !set.dataSkipping && !set.stateCache && !set.metadataAggregates && !set.checkpointTwoPass
+    )
+    assert(
+      (set.stateCacheBudgetBytes, set.stateMaxTailBytes, set.executorsMinFiles) === ((8L, 9L, 10L))
+    )
+    assert(set.planningMode === PlanningMode.Executors && set.scratchDir === "/scratch/x")
+    // the read option wins over the session key
+    withSession(O.DataSkipping, "false") {
+      assert(!ReadConf(spark, Map.empty).dataSkipping)
+      assert(ReadConf(spark, Map(O.DataSkipping -> "true")).dataSkipping)
+    }
+  }
+
+  test("more bad values: whole numbers and booleans name the key") {
+    Seq(
+      O.StateCacheMaxBytes -> "lots",
+      O.PlanningExecutorsMinFiles -> "1e6",
+      O.ReplayPartitions -> "1.5",
+      O.StateCache -> "maybe",
+      O.MetadataAggregates -> "1"
+    ).foreach { case (key, value) =>
+      val e = intercept[DeltaReplayException.BadOption](ReadConf(spark, Map(key -> value)))
+      assert(e.getMessage.contains(s"for $key:") && e.getMessage.contains(value), e.getMessage)
+    }
+    withSession(O.PlanningMode, "cloud") {
+      val e = intercept[DeltaReplayException.BadOption](ReadConf(spark, Map.empty))
+      assert(
+        e.getMessage.contains(O.PlanningModeKey) && e.getMessage.contains(
+          "auto, driver or executors"
+        )
+      )
+    }
+  }
+
+  test("executor planning's default scratch directory must be reachable from every executor") {
+    def reachable(master: String, userSet: Boolean, scheme: String) =
+      ReadPolicy.scratchReachable(master, userSet, scheme)
+    // the default on a local disk: fine while executors share this machine
+    assert(reachable("local[2]", userSet = false, "file"))
+    assert(reachable("local-cluster[2,1,1024]", userSet = false, "file"))
+    // refused on a cluster, unless the default file system is shared or the user chose the dir
+    assert(!reachable("spark://host:7077", userSet = false, "file"))
+    assert(!reachable("yarn", userSet = false, "file"))
+    assert(reachable("yarn", userSet = false, "hdfs"))
+    assert(reachable("k8s://https://api:443", userSet = true, "file"))
+  }
+}
