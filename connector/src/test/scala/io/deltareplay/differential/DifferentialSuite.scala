@@ -119,7 +119,7 @@ class DifferentialSecondSuite extends DifferentialRun(ShortRun.second)
 
 /**
  * The differential test against delta-spark V1 (see [[Differential]]). By default the short run of
- * `profiles` (each table read after each step, then 10 more queries, each answered in `auto` and in
+ * `profiles` (each table read after each step, then 6 more queries, each answered in `auto` and in
  * one forced mode in turn). `./dev fuzz --minutes N [--seed S]` runs this suite for N minutes with
  * fresh seeds, random shapes and every mode for every query (`testOnly
  * io.deltareplay.differential.DifferentialSuite -- -Dminutes=N -Dseed=S`) and prints a summary

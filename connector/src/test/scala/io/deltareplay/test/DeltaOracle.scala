@@ -1,10 +1,9 @@
 package io.deltareplay.test
 
-import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex}
 import io.deltareplay.internal.log.DvDescriptor
 import io.deltareplay.internal.scan.{DeltaReplayScan, ScanMetrics}
 import io.deltareplay.internal.planning.MetadataAggregates.StatsAggregateScan
-import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.delta.DeltaLog
 import org.apache.spark.sql.execution.{FileSourceScanExec, LocalTableScanExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
@@ -201,21 +200,7 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
       val p = if (path.contains(":")) path else s"$root/$path"
       normalize(p) + dv.map(d => "#" + d.uniqueId).getOrElse("")
     }
-    scan.planning.replay.index match {
-      case index: DriverIndex =>
-        val out = Set.newBuilder[String]
-        index.foreachLive { (r, _) =>
-          val path = r.getUTF8String(index.entry.Ord.Path).toString
-          out += name(path, DvDescriptor.fromInternalRow(r, index.entry.Ord.Dv))
-        }
-        out.result()
-      case index: ExecutorIndex =>
-        index.frame
-          .select("path", "dv")
-          .collect()
-          .map(r => name(r.getString(0), DvDescriptor.fromRow(r.getAs[Row]("dv"))))
-          .toSet
-    }
+    scan.planning.replay.index.files().map { case (path, dv) => name(path, dv) }.toSet
   }
 
   private def normalize(uri: String): String = new java.net.URI(uri).getPath

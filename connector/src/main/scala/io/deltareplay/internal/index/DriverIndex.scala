@@ -2,10 +2,23 @@ package io.deltareplay.internal.index
 
 import java.util.BitSet
 
-import io.deltareplay.internal.log.{DvDescriptor, LiveFile, TablePaths}
+import io.deltareplay.internal.log.{DvDescriptor, LiveFile, TablePaths, TableSnapshot}
+import io.deltareplay.internal.planning.{
+  KeptFile,
+  MetadataAggregates,
+  PlanResult,
+  ReadPolicy,
+  ScanPlanner
+}
 import io.deltareplay.internal.replay.LocalReplay
+import io.deltareplay.internal.skipping.FileFilter
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.storage.StorageLevel
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The snapshot index on the driver: the live files of one table version as [[FileEntry]] columns
@@ -175,6 +188,62 @@ private[deltareplay] final class DriverIndex private (
 
   def describe: String =
     f"index on the driver: $size%,d files in ${chunks.size} chunk(s), ${bytes / 1e6}%.1f MB"
+
+  private[index] def home: Home = Home.Driver
+
+  def files(): Iterator[(String, Option[DvDescriptor])] = {
+    val out = Vector.newBuilder[(String, Option[DvDescriptor])]
+    foreachLive { (r, _) =>
+      out += r.getUTF8String(entry.Ord.Path).toString -> DvDescriptor.fromInternalRow(
+        r,
+        entry.Ord.Dv
+      )
+    }
+    out.result().iterator
+  }
+
+  def plan(
+      policy: ReadPolicy,
+      replayed: ReplayResult,
+      filter: FileFilter,
+      readPartitionSchema: StructType,
+      owner: AnyRef
+  ): PlanResult = {
+    val r = replayed
+    val planned = ScanPlanner.plan(policy.spark, policy.snapshot, this, filter, readPartitionSchema)
+    val what =
+      if (r.narrowed) {
+        s"narrowed: $size files the filters may match, from the log (kept for this version and " +
+          "these filters until its whole index is cached)"
+      } else describe
+    val summary = ReplaySummary(r.mode, r.actionsReplayed, size, r.millis, r.replayTasks, what)
+    PlanResult(planned, summary, onExecutors = false)
+  }
+
+  def aggregate(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      aggregation: Aggregation,
+      filter: FileFilter
+  ): Option[MetadataAggregates.Answer] = MetadataAggregates.answer(aggregation, this, filter)
+
+  def rolledForward(
+      spark: SparkSession,
+      tail: LocalReplay.Reconciler,
+      newVersion: Long
+  ): TableIndex = {
+    val rolled = rolledForward(tail, newVersion, entry.projector())
+    if (rolled.wantsCompaction) rolled.compacted else rolled
+  }
+
+  def snapshotOrder(
+      spark: SparkSession,
+      paths: TablePaths,
+      keep: InternalRow => KeptFile,
+      sliceFiles: Int,
+      storageLevel: StorageLevel,
+      first: Array[(Long, UTF8String, KeptFile)]
+  ): SnapshotOrder = new DriverSnapshotOrder(this, paths, keep)
 }
 
 private[deltareplay] object DriverIndex {

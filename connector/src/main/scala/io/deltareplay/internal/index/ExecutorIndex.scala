@@ -1,11 +1,23 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{DvDescriptor, TablePaths}
+import io.deltareplay.internal.log.{DvDescriptor, TablePaths, TableSnapshot}
+import io.deltareplay.internal.planning.{
+  ExecutorPlanning,
+  KeptFile,
+  MetadataAggregates,
+  PlanResult,
+  ReadPolicy
+}
 import io.deltareplay.internal.replay.LocalReplay
+import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.functions.{col, udf}
 import org.apache.spark.sql.types.LongType
 import org.apache.spark.storage.StorageLevel
+import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The snapshot index on the executors: the live files of one table version as a persisted Spark
@@ -114,6 +126,68 @@ private[deltareplay] final class ExecutorIndex private (
         r.cacheBuilder.cachedPlan
       }
       .getOrElse(frame.queryExecution.executedPlan)
+
+  private[index] def home: Home = Home.Executors
+
+  override def keepable: Boolean = persisted
+
+  override def sharesBlocksWith(other: TableIndex): Boolean = other match {
+    case e: ExecutorIndex => e.frame eq frame
+    case _ => false
+  }
+
+  override def liveFiles(): Long = if (persisted) size else frame.count()
+
+  def files(): Iterator[(String, Option[DvDescriptor])] =
+    frame
+      .select("path", "dv")
+      .collect()
+      .iterator
+      .map(r => r.getString(0) -> DvDescriptor.fromRow(r.getAs[Row]("dv")))
+
+  def plan(
+      policy: ReadPolicy,
+      replayed: ReplayResult,
+      filter: FileFilter,
+      readPartitionSchema: StructType,
+      owner: AnyRef
+  ): PlanResult = {
+    val r = replayed
+    val started = System.nanoTime()
+    val (planned, scanned, tasks) =
+      ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, this, filter, owner)
+    // An index that is not persisted is replayed by the planning job itself.
+    val (actions, millis, replayTasks) =
+      if (persisted) (r.actionsReplayed, r.millis, r.replayTasks)
+      else {
+        val millis = r.millis + (System.nanoTime() - started) / 1000000
+        (r.actionsReplayed + scanned, millis, r.replayTasks + tasks)
+      }
+    val files = if (persisted) size else planned.liveFiles
+    val summary = ReplaySummary(r.mode, actions, files, millis, replayTasks, describe)
+    PlanResult(planned, summary, onExecutors = true)
+  }
+
+  /** The statistics are folded where the files are: one partial aggregate per task. */
+  def aggregate(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      aggregation: Aggregation,
+      filter: FileFilter
+  ): Option[MetadataAggregates.Answer] =
+    MetadataAggregates.answerOnExecutors(spark, snapshot, aggregation, this, filter)
+
+  override def answeredBy(mode: String): String = s"$mode ($describe)"
+
+  def snapshotOrder(
+      spark: SparkSession,
+      paths: TablePaths,
+      keep: InternalRow => KeptFile,
+      sliceFiles: Int,
+      storageLevel: StorageLevel,
+      first: Array[(Long, UTF8String, KeptFile)]
+  ): SnapshotOrder =
+    new SlicedSnapshotOrder(spark, this, paths, keep, sliceFiles, storageLevel, first)
 
   def describe: String = storageLevel match {
     case Some(level) => f"index on the executors: $size%,d files in $partitions partitions ($level)"

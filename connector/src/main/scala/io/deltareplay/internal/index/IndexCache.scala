@@ -112,10 +112,7 @@ private[deltareplay] object IndexCache {
    * driver index bigger than the whole budget is not kept. Indexes that go are released.
    */
   def offer(spark: SparkSession, index: TableIndex, tableUri: String, conf: ReadConf): Unit = {
-    index match {
-      case e: ExecutorIndex if !e.persisted => return // replayed by each use: nothing to keep
-      case _ =>
-    }
+    if (!index.keepable) return // replayed by each use: nothing to keep
     val entry = Entry(tableUri, index.tableId, index.version, index.withStats, index)
     val budgetBytes = conf.stateCacheBudgetBytes
     val c = cacheOf(spark)
@@ -128,17 +125,17 @@ private[deltareplay] object IndexCache {
       if (keep && entry.bytes <= budgetBytes) {
         if (prior != null) {
           c.bytes -= prior.bytes
-          if (!sharesBlocks(prior.index, index)) prior.index.release()
+          if (!index.sharesBlocksWith(prior.index)) prior.index.release()
         }
         c.entries.put(entry.tableUri, entry)
         c.bytes += entry.bytes
         NarrowedIndexes.dropTable(spark, entry.tableUri, entry.withStats)
         def executorIndexes =
-          c.entries.values().iterator().asScala.count(_.index.isInstanceOf[ExecutorIndex])
+          c.entries.values().iterator().asScala.count(_.index.livesIn(Home.Executors))
         val it = c.entries.values().iterator()
         while ((c.bytes > budgetBytes || executorIndexes > MaxExecutorIndexes) && it.hasNext) {
           val e = it.next()
-          if ((e ne entry) && (c.bytes > budgetBytes || e.index.isInstanceOf[ExecutorIndex])) {
+          if ((e ne entry) && (c.bytes > budgetBytes || e.index.livesIn(Home.Executors))) {
             c.bytes -= e.bytes
             e.index.release()
             it.remove()
@@ -150,12 +147,6 @@ private[deltareplay] object IndexCache {
 
   /** Executor indexes kept per session (each holds persisted blocks on the executors). */
   val MaxExecutorIndexes = 4
-
-  /** A rolled-forward executor index reads its predecessor's blocks until it is materialised. */
-  private def sharesBlocks(a: TableIndex, b: TableIndex): Boolean = (a, b) match {
-    case (x: ExecutorIndex, y: ExecutorIndex) => x.frame eq y.frame
-    case _ => false
-  }
 
   /**
    * The commit files `from + 1 .. segment.version`, when they are all still in the log: taken from

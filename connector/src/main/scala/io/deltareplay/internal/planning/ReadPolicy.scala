@@ -2,8 +2,6 @@ package io.deltareplay.internal.planning
 
 import io.deltareplay.Errors
 import io.deltareplay.internal.index.{
-  DriverIndex,
-  ExecutorIndex,
   FileEntry,
   Home,
   IndexBuilds,
@@ -59,8 +57,8 @@ private[deltareplay] final case class ReadPolicy(
         .filter(_.index.entry == entry)
         .filter { e =>
           conf.planningMode match {
-            case PlanningMode.Driver => e.index.isInstanceOf[DriverIndex]
-            case PlanningMode.Executors => e.index.isInstanceOf[ExecutorIndex]
+            case PlanningMode.Driver => e.index.livesIn(Home.Driver)
+            case PlanningMode.Executors => e.index.livesIn(Home.Executors)
             case PlanningMode.Auto => true
           }
         }

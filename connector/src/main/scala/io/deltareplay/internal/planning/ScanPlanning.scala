@@ -1,6 +1,6 @@
 package io.deltareplay.internal.planning
 
-import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, ReplayResult, ReplaySummary}
+import io.deltareplay.internal.index.{ReplayResult, ReplaySummary}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.types.StructType
 
@@ -51,46 +51,12 @@ private[deltareplay] final class ScanPlanning(
       .getOrElse(replay)
   }
 
-  /** Plans with `filter`; `owner` keeps any scratch files alive while it is reachable. */
+  /**
+   * Plans with `filter` where the index is ([[TableIndex.plan]]); `owner` keeps any scratch files
+   * alive while it is reachable.
+   */
   def plan(filter: FileFilter, readPartitionSchema: StructType, owner: AnyRef): PlanResult = {
     val r = indexFor(filter)
-    r.index match {
-      case index: DriverIndex =>
-        val planned =
-          ScanPlanner.plan(policy.spark, policy.snapshot, index, filter, readPartitionSchema)
-        val summary =
-          ReplaySummary(
-            r.mode,
-            r.actionsReplayed,
-            index.size,
-            r.millis,
-            r.replayTasks,
-            if (r.narrowed) {
-              s"narrowed: ${index.size} files the filters may match, from the log (kept for " +
-                "this version and these filters until its whole index is cached)"
-            } else index.describe
-          )
-        PlanResult(planned, summary, onExecutors = false)
-      case index: ExecutorIndex =>
-        val started = System.nanoTime()
-        val (planned, scanned, tasks) =
-          ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, index, filter, owner)
-        // An index that is not persisted is replayed by the planning job itself.
-        val (actions, millis, replayTasks) =
-          if (index.persisted) (r.actionsReplayed, r.millis, r.replayTasks)
-          else {
-            val millis = r.millis + (System.nanoTime() - started) / 1000000
-            (r.actionsReplayed + scanned, millis, r.replayTasks + tasks)
-          }
-        val summary = ReplaySummary(
-          r.mode,
-          actions,
-          if (index.persisted) index.size else planned.liveFiles,
-          millis,
-          replayTasks,
-          index.describe
-        )
-        PlanResult(planned, summary, onExecutors = true)
-    }
+    r.index.plan(policy, r, filter, readPartitionSchema, owner)
   }
 }

@@ -3,10 +3,10 @@ package io.deltareplay.internal.replay
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.Errors
-import io.deltareplay.internal.index.{DriverIndex, FileEntry}
+import io.deltareplay.internal.index.{DriverIndex, FileEntry, SnapshotKeys}
 import io.deltareplay.internal.log.{DvDescriptor, FileAction, LiveFile, LogReader, LogSegment}
 import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.streaming.StreamSnapshot
+
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
@@ -122,7 +122,7 @@ private[deltareplay] class DistributedReplay(
 
   /**
    * The first `n` live files of the segment's version in a stream's snapshot order
-   * ((modificationTime, path key), [[StreamSnapshot]]), found without building the index: each task
+   * ((modificationTime, path key), [[SnapshotKeys]]), found without building the index: each task
    * over the checkpoint's adds keeps its `2 n` smallest rows (a bounded heap: most rows leave on
    * their modification time alone); the rows whose key the commits after the checkpoint touched are
    * dropped, the smallest of those commits' winning adds join, and the first `n` are taken. The
@@ -158,7 +158,7 @@ private[deltareplay] class DistributedReplay(
               // only the n smallest of the commits' adds can be among the first n files: only
               // those become entries
               val toEntry = entry.projector()
-              val files = StreamSnapshot
+              val files = SnapshotKeys
                 .smallestLive(tail.liveFiles(), p, n)
                 .map { case (time, key, f) => (time, key, toEntry(f)) }
               (
@@ -178,7 +178,7 @@ private[deltareplay] class DistributedReplay(
             val kept = rows.filterNot { case (_, _, r) => touched(entry.key(p, r)) }
             (kept, !left || kept.length >= n)
           }
-          val candidates = StreamSnapshot.inOrder(untouched.flatMap(_._1) ++ tailFiles)
+          val candidates = SnapshotKeys.inOrder(untouched.flatMap(_._1) ++ tailFiles)
           val exact = untouched.forall(_._2) && candidates.length > n
           val note = s"in one pass over the checkpoint, the commits after it $how"
           if (exact) Some((candidates.take(n), note)) else None
@@ -208,7 +208,7 @@ private[deltareplay] class DistributedReplay(
       .queryExecution
       .toRdd
       .mapPartitions { rows =>
-        val (kept, left) = StreamSnapshot.smallestOf(
+        val (kept, left) = SnapshotKeys.smallestOf(
           rows,
           LiveFile.Ord.Path,
           LiveFile.Ord.ModificationTime,
@@ -244,7 +244,7 @@ private[deltareplay] class DistributedReplay(
           r.getBoolean(at + 2)
         }
         val (kept, _) =
-          StreamSnapshot.smallestOf(
+          SnapshotKeys.smallestOf(
             adds,
             LiveFile.Ord.Path,
             LiveFile.Ord.ModificationTime,

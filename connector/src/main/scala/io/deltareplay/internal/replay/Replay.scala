@@ -57,12 +57,7 @@ private[deltareplay] object Replay {
         case commits
             if commits.map(_.getLen).sum <= math.min(segment.totalBytes, conf.stateMaxTailBytes) =>
           val tail = IndexCache.reconcile(spark, segment, commits, cached.withStats)
-          val index = cached.index match {
-            case d: DriverIndex =>
-              val rolled = d.rolledForward(tail, segment.version, entry.projector())
-              if (rolled.wantsCompaction) rolled.compacted else rolled
-            case e: ExecutorIndex => e.rolledForward(spark, tail, segment.version)
-          }
+          val index = cached.index.rolledForward(spark, tail, segment.version)
           val mode = s"incremental (v${cached.version} + ${commits.size} commits)"
           ReplayResult(index, mode, tail.count, 0L, 0)
       }

@@ -2,7 +2,7 @@ package io.deltareplay.internal.scan
 
 import java.util.OptionalLong
 
-import io.deltareplay.internal.index.{DriverIndex, ReplayResult}
+import io.deltareplay.internal.index.ReplayResult
 import io.deltareplay.internal.log.TableSnapshot
 import io.deltareplay.internal.planning.{PlanResult, ReadConf, ReadPolicy, ScanPlanning}
 import io.deltareplay.internal.read.{DeltaReaderFactory, FileMetadata}
@@ -67,7 +67,7 @@ private[deltareplay] final case class DeltaReplayScan(
 
   /** The index on the driver, when this scan plans there (got if it was not yet). */
   def driverReplay: Option[ReplayResult] =
-    Some(planning.replay).filter(_.index.isInstanceOf[DriverIndex])
+    Some(planning.replay).filter(_.index.onDriver)
 
   /** The planned scan's figures, without planning (None until it has planned). */
   def plannedMetrics: Option[ScanMetrics] = plannedCache.map(p => metricsOf(p._2))

@@ -1,6 +1,6 @@
 package io.deltareplay.internal.scan
 
-import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, FileEntry, ReplayResult}
+import io.deltareplay.internal.index.{FileEntry, ReplayResult}
 import io.deltareplay.internal.log.TableSnapshot
 import io.deltareplay.internal.planning.{MetadataAggregates, ReadConf, ReadPolicy}
 import io.deltareplay.internal.read.FileMetadata
@@ -66,17 +66,8 @@ private[deltareplay] class DeltaReplayScanBuilder(
     val filter = FileFilter(entry, filters, skipping = false)
     val replay = policy.index(needStats = true)
     replayed = Some(replay)
-    replay.index match {
-      case index: DriverIndex =>
-        aggregateReplay = replay.mode
-        aggregate = MetadataAggregates.answer(aggregation, index, filter)
-      case index: ExecutorIndex =>
-        // The file list is too big for the driver: fold the statistics where the files are.
-        val answered =
-          MetadataAggregates.answerOnExecutors(spark, snapshot, aggregation, index, filter)
-        aggregate = answered
-        aggregateReplay = s"${replay.mode} (${index.describe})"
-    }
+    aggregate = replay.index.aggregate(spark, snapshot, aggregation, filter)
+    aggregateReplay = replay.index.answeredBy(replay.mode)
     aggregate.isDefined
   }
 
