@@ -26,32 +26,29 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
  * it as well.
  */
 class DeltaReplaySource extends TableProvider with DataSourceRegister {
-  @volatile private var loaded: Option[(Map[String, String], TableSnapshot)] = None
+  @volatile private var loaded: Option[(Map[String, String], DeltaReplayTable)] = None
 
   override def shortName(): String = "delta-replay"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    snapshot(options.asCaseSensitiveMap().asScala.toMap).schema
+    table(options.asCaseSensitiveMap().asScala.toMap).schema()
 
   override def getTable(
       schema: StructType,
       partitioning: Array[Transform],
       properties: util.Map[String, String]
-  ): Table = {
-    val options = properties.asScala.toMap
-    DeltaReplaySource.table(SparkSession.active, snapshot(options), options)
-  }
+  ): Table = table(properties.asScala.toMap)
 
   override def supportsExternalMetadata(): Boolean = false
 
-  /** Loads the snapshot once per read (Spark asks for the schema, then for the table). */
-  private def snapshot(options: Map[String, String]): TableSnapshot = synchronized {
+  /** Loads the table once per read (Spark asks for the schema, then for the table). */
+  private def table(options: Map[String, String]): DeltaReplayTable = synchronized {
     loaded match {
-      case Some((o, s)) if o == options => s
+      case Some((o, t)) if o == options => t
       case _ =>
-        val s = DeltaReplaySource.load(SparkSession.active, options)
-        loaded = Some(options -> s)
-        s
+        val t = DeltaReplaySource.read(SparkSession.active, options)
+        loaded = Some(options -> t)
+        t
     }
   }
 }
@@ -59,13 +56,18 @@ class DeltaReplaySource extends TableProvider with DataSourceRegister {
 private[deltareplay] object DeltaReplaySource {
 
   /**
-   * The snapshot a read with `options` (`path`, time travel) asks for. The options are checked
-   * first: an option this connector does not take, or a value a setting does not, fails the read
-   * naming the option.
+   * The table a read with `options` (`path`, time travel, settings) asks for, its settings resolved
+   * once ([[ReadConf]]) and its snapshot loaded with them. The options are checked first: an option
+   * this connector does not take, or a value a setting does not, fails the read naming the option.
    */
-  def load(spark: SparkSession, options: Map[String, String]): TableSnapshot = {
+  def read(spark: SparkSession, options: Map[String, String]): DeltaReplayTable = {
     checkOptions(options)
-    ReadConf.validate(spark, options)
+    val conf = ReadConf(spark, options)
+    table(spark, load(spark, options, conf), options, conf)
+  }
+
+  /** The snapshot a read with `options` (`path`, time travel) and settings `conf` asks for. */
+  def load(spark: SparkSession, options: Map[String, String], conf: ReadConf): TableSnapshot = {
     val ci = new CaseInsensitiveStringMap(options.asJava)
     val path = Option(ci.get("path")).getOrElse(throw Errors.noPath())
     val version = Option(ci.get(DeltaReplayOptions.VersionAsOf)).map { v =>
@@ -75,9 +77,9 @@ private[deltareplay] object DeltaReplaySource {
           throw Errors.badOption(DeltaReplayOptions.VersionAsOf, v, "a version number")
       }
     }
-    val snapshot =
-      TableSnapshot.load(spark, path, version, Option(ci.get(DeltaReplayOptions.TimestampAsOf)))
-    TailPrefetch.start(spark, snapshot, withStats = true)
+    val timestamp = Option(ci.get(DeltaReplayOptions.TimestampAsOf))
+    val snapshot = TableSnapshot.load(spark, path, version, timestamp, conf)
+    TailPrefetch.start(spark, snapshot, withStats = true, conf)
     snapshot
   }
 
@@ -90,7 +92,10 @@ private[deltareplay] object DeltaReplaySource {
   def checkOptions(options: Map[String, String]): Unit =
     options.keys.toSeq.sorted.foreach { key =>
       if (!DeltaReplayOptions.KnownStreamOptions.contains(key.toLowerCase(java.util.Locale.ROOT))) {
-        throw Errors.unknownOption(key, DeltaReplayOptions.closest(key))
+        DeltaReplayOptions.settingNamed(key) match {
+          case Some(s) => throw Errors.sessionOnlyOption(key, s.sessionKey)
+          case None => throw Errors.unknownOption(key, DeltaReplayOptions.closest(key))
+        }
       }
     }
 
@@ -98,9 +103,10 @@ private[deltareplay] object DeltaReplaySource {
   def table(
       spark: SparkSession,
       snapshot: TableSnapshot,
-      options: Map[String, String]
+      options: Map[String, String],
+      conf: ReadConf
   ): DeltaReplayTable =
-    new DeltaReplayTable(spark, snapshot, options, timeTravel(options).nonEmpty)
+    new DeltaReplayTable(spark, snapshot, options, conf, timeTravel(options).nonEmpty)
 
   /** The options of a read that ask for a version (`versionAsOf`, `timestampAsOf`). */
   def timeTravel(options: Map[String, String]): Map[String, String] = options.filter {

@@ -126,6 +126,10 @@ private[deltareplay] object Errors {
     bad(s"Option '$key' $what.")
   }
 
+  /** A session key given as a read option. */
+  def sessionOnlyOption(key: String, sessionKey: String): DeltaReplayException =
+    bad(s"'$key' is a session setting, not a read option: set $sessionKey on the session.")
+
   def badFunctionCall(name: String, what: String): DeltaReplayException =
     bad(s"$name $what. See DESCRIBE FUNCTION EXTENDED $name.")
 

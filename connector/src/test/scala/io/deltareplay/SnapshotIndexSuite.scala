@@ -209,8 +209,15 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
       spark.sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 0")
       IndexCache.clear(spark)
       def fresh(withStats: Boolean) = {
-        val segment = TableSnapshot.load(spark, path, None, None).segment
-        (segment, LocalReplay.reconcile(new LogReader(spark, segment), segment.paths, withStats))
+        val segment = TableSnapshot.load(spark, path, None, None, sessionConf).segment
+        (
+          segment,
+          LocalReplay.reconcile(
+            new LogReader(spark, segment, sessionConf),
+            segment.paths,
+            withStats
+          )
+        )
       }
       val (segment, expected) = fresh(withStats = true)
       assert(expected.count > 0 && !expected.winners.isEmpty)
@@ -340,7 +347,7 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
         val s = scan.snapshot
         val deadline = System.nanoTime() + 120L * 1000000000L
         while (
-          IndexBuilds.isRunning(s.segment.paths.root, s.meta.tableId, s.version) &&
+          IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version) &&
           System.nanoTime() < deadline
         ) Thread.sleep(50)
         val again = ours(path).where("id = 143")

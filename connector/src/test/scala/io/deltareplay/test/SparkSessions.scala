@@ -84,6 +84,16 @@ trait GeneratedCode extends BeforeAndAfterAll { self: Suite with SharedSparkSess
 trait SharedSparkSession extends BeforeAndAfterAll { self: Suite =>
   protected def spark: SparkSession = SharedSparkSession.session
 
+  /** A fresh state of this connector for each suite: no suite sees another's caches. */
+  override protected def beforeAll(): Unit = {
+    super.beforeAll()
+    io.deltareplay.internal.session.SessionState.clear(spark)
+  }
+
+  /** The settings of a read with `options` and the session's keys (what a load resolves). */
+  protected def sessionConf: io.deltareplay.internal.planning.ReadConf =
+    io.deltareplay.internal.planning.ReadConf(spark, Map.empty)
+
   protected def withTempDir[T](f: File => T): T = {
     val dir = Files.createTempDirectory("delta-replay-test").toFile
     try f(dir)

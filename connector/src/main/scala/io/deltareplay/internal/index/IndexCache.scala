@@ -13,7 +13,7 @@ import io.deltareplay.internal.log.{
 }
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.replay.LocalReplay
-import io.deltareplay.internal.session.PerSession
+import io.deltareplay.internal.session.SessionState
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.SparkSession
 
@@ -51,19 +51,19 @@ private[deltareplay] object IndexCache {
     var bytes = 0L
   }
 
-  private val cacheOf = new PerSession(() => new Cache)
+  private val cacheOf = new SessionState.Part[Cache](
+    "snapshot indexes",
+    () => new Cache,
+    release = c => c.synchronized(c.entries.values().forEach(_.index.release())),
+    size = c => c.synchronized(c.entries.size.toLong)
+  )
 
   /**
-   * Forgets (and releases) every cached index of this session, and its cached protocol and metadata
-   * ([[MetaCache]]): the next read of any table is a cold one.
+   * Forgets everything this session keeps ([[SessionState.clear]]): cached indexes (released),
+   * protocol and metadata, commit texts, footers, narrowed indexes, tails parsed ahead, background
+   * builds. The next read of any table is a cold one.
    */
-  def clear(spark: SparkSession): Unit = {
-    cacheOf.remove(spark).foreach(_.entries.values().forEach(_.index.release()))
-    MetaCache.clear(spark)
-    CommitTexts.clear(spark)
-    CheckpointFooters.clear(spark)
-    NarrowedIndexes.clear(spark)
-  }
+  def clear(spark: SparkSession): Unit = SessionState.clear(spark)
 
   /** (tables, files, bytes) cached for this session. */
   def usage(spark: SparkSession): (Int, Long, Long) = {
@@ -176,10 +176,11 @@ private[deltareplay] object IndexCache {
       spark: SparkSession,
       segment: LogSegment,
       commits: Seq[FileStatus],
-      withStats: Boolean
+      withStats: Boolean,
+      conf: ReadConf
   ): LocalReplay.Reconciler =
     LocalReplay.reconcile(
-      new LogReader(spark, segment.onlyCommits(commits)),
+      new LogReader(spark, segment.onlyCommits(commits), conf),
       segment.paths,
       withStats
     )

@@ -1,7 +1,7 @@
 package io.deltareplay.internal.index
 
 import io.deltareplay.internal.planning.ReadPolicy
-import io.deltareplay.internal.session.{BoundedLru, PerSession}
+import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{AttributeSeq, BindReferences, Expression}
@@ -36,8 +36,10 @@ private[deltareplay] object NarrowedIndexes {
       skip: Expression
   )
 
-  private val cacheOf = new PerSession(() =>
-    new BoundedLru[Key, ReplayResult](MaxEntries, MaxBytes, _.index.bytes)
+  private val cacheOf = new SessionState.Part[BoundedLru[Key, ReplayResult]](
+    "narrowed indexes",
+    () => new BoundedLru[Key, ReplayResult](MaxEntries, MaxBytes, _.index.bytes),
+    size = _.size.toLong
   )
 
   private def key(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Key = {
@@ -69,7 +71,4 @@ private[deltareplay] object NarrowedIndexes {
    */
   def dropTable(spark: SparkSession, tableUri: String, withStats: Boolean): Unit =
     cacheOf(spark).removeKeys(k => k.tableUri == tableUri && (withStats || !k.withStats))
-
-  /** Forgets this session's narrowed indexes. */
-  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
 }

@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.replay.CheckpointLayout
-import io.deltareplay.internal.session.{BoundedLru, PerSession}
+import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.FileStatus
 import org.apache.parquet.hadoop.metadata.{ColumnPath, ParquetMetadata}
 import org.apache.spark.sql.SparkSession
@@ -59,17 +59,17 @@ private[deltareplay] object FooterFacts {
 private[deltareplay] object CheckpointFooters {
   val MaxFiles = 256
 
-  private val cacheOf =
-    new PerSession(() =>
-      new BoundedLru[MetaCache.FileId, FooterFacts](MaxFiles, Long.MaxValue, _ => 1L)
-    )
-
-  /** Forgets this session's footers. */
-  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
+  private val cacheOf = new SessionState.Part[BoundedLru[MetaCache.FileId, FooterFacts]](
+    "checkpoint footers",
+    () => new BoundedLru[MetaCache.FileId, FooterFacts](MaxFiles, Long.MaxValue, _ => 1L),
+    size = _.size.toLong
+  )
 
   /** The facts of `file`: kept ones, or `read()` (kept when caching is on). */
-  def facts(spark: SparkSession, file: FileStatus)(read: => FooterFacts): FooterFacts = {
-    if (!ReadConf(spark, Map.empty).stateCache) return read
+  def facts(spark: SparkSession, file: FileStatus, conf: ReadConf)(
+      read: => FooterFacts
+  ): FooterFacts = {
+    if (!conf.stateCache) return read
     cacheOf(spark).getOrRead(MetaCache.FileId(file))(read)
   }
 }

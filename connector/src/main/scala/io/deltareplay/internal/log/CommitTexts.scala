@@ -1,7 +1,7 @@
 package io.deltareplay.internal.log
 
 import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.session.{BoundedLru, PerSession}
+import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.SparkSession
 
@@ -28,21 +28,21 @@ private[deltareplay] object CommitTexts {
   /** Bytes kept per session. */
   val MaxBytes: Long = 16L << 20
 
-  private val cacheOf =
-    new PerSession(() =>
-      new BoundedLru[MetaCache.FileId, Array[Byte]](Int.MaxValue, MaxBytes, _.length)
-    )
-
-  /** Forgets this session's commit texts. */
-  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
+  private val cacheOf = new SessionState.Part[BoundedLru[MetaCache.FileId, Array[Byte]]](
+    "commit texts",
+    () => new BoundedLru[MetaCache.FileId, Array[Byte]](Int.MaxValue, MaxBytes, _.length),
+    size = _.size.toLong
+  )
 
   /**
    * The bytes of `file`: kept ones, or `read()` (kept when small enough and caching is on). While
    * one thread reads a file (the load's read-ahead, [[ReadAhead]]), another that asks for it (the
    * tail's prefetch) waits for those bytes ([[BoundedLru.getOrRead]]).
    */
-  def bytes(spark: SparkSession, file: FileStatus)(read: => Array[Byte]): Array[Byte] = {
-    if (file.getLen > MaxFileBytes || !ReadConf(spark, Map.empty).stateCache) return read
+  def bytes(spark: SparkSession, file: FileStatus, conf: ReadConf)(
+      read: => Array[Byte]
+  ): Array[Byte] = {
+    if (file.getLen > MaxFileBytes || !conf.stateCache) return read
     // a file shorter or longer than it was listed is not the listed file: not kept
     cacheOf(spark).getOrRead(MetaCache.FileId(file), _.length == file.getLen)(read)
   }

@@ -39,7 +39,11 @@ private[deltareplay] object ProtocolOrMetadata {
  * through Spark's own Parquet reader called in-process. Used for protocol/metadata loading, the
  * local replay, and the commit tail of the distributed fast path.
  */
-private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegment) extends Logging {
+private[deltareplay] class LogReader(
+    val spark: SparkSession,
+    segment: LogSegment,
+    val conf: ReadConf
+) extends Logging {
   private val hadoopConf: Configuration = {
     val c = spark.sessionState.newHadoopConf()
     ParquetConf.copyFlags(spark.sessionState.conf, c)
@@ -68,7 +72,7 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
     val bytes =
       try
         if (LogFiles.parse(file.getPath.getName).exists(_.isInstanceOf[LogFiles.Commit])) {
-          CommitTexts.bytes(spark, file)(read())
+          CommitTexts.bytes(spark, file, conf)(read())
         } else read()
       catch {
         case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
@@ -121,8 +125,7 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
   private def checksumMeta(): Option[TableMeta] =
     segment.checksum
       .filter { _ =>
-        ReadConf
-          .useChecksum(spark) && DistributedReplay.fastPath(segment, ReadConf(spark, Map.empty))
+        conf.useChecksum && DistributedReplay.fastPath(segment, conf)
       }
       .flatMap { file =>
         try TableMeta.fromChecksum(readText(file).mkString("\n"))
@@ -318,7 +321,7 @@ private[deltareplay] class LogReader(val spark: SparkSession, segment: LogSegmen
 
   /** The footer facts of a checkpoint Parquet file, read once per file ([[CheckpointFooters]]). */
   def footerFacts(file: FileStatus): FooterFacts =
-    CheckpointFooters.facts(spark, file) {
+    CheckpointFooters.facts(spark, file, conf) {
       footer(file) { reader =>
         val meta = reader.getFooter
         FooterFacts(

@@ -1,7 +1,7 @@
 package io.deltareplay.internal.log
 
 import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.session.PerSession
+import io.deltareplay.internal.session.SessionState
 import org.apache.hadoop.fs.{EtagSource, FileStatus}
 import org.apache.spark.sql.SparkSession
 
@@ -34,18 +34,19 @@ private[deltareplay] object MetaCache {
       size() > MaxTables
   }
 
-  private val cacheOf = new PerSession(() => new Cache)
-
-  /** Forgets this session's cached loads. */
-  def clear(spark: SparkSession): Unit = cacheOf.remove(spark)
+  private val cacheOf = new SessionState.Part[Cache](
+    "protocol and metadata",
+    () => new Cache,
+    size = c => c.synchronized(c.size.toLong)
+  )
 
   /**
    * The protocol and metadata of `segment`: from a cached load it extends plus its newer commits,
    * or read whole ([[LogReader.checkedMeta]]).
    */
-  def meta(spark: SparkSession, segment: LogSegment): TableMeta = {
-    val reader = new LogReader(spark, segment)
-    if (!ReadConf(spark, Map.empty).stateCache) return reader.checkedMeta()
+  def meta(spark: SparkSession, segment: LogSegment, conf: ReadConf): TableMeta = {
+    val reader = new LogReader(spark, segment, conf)
+    if (!conf.stateCache) return reader.checkedMeta()
     val cache = cacheOf(spark)
     val cached = cache.synchronized(Option(cache.get(segment.table)))
     val meta = cached.filter(e => extendsLoad(e.segment, segment)) match {

@@ -6,7 +6,8 @@ import scala.util.Try
 
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.session.BoundedLru
+import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
@@ -42,9 +43,9 @@ private[deltareplay] object TableSnapshot {
    * commit file. Two status requests (HEADs on S3, sent together) instead of a LIST; a segment with
    * no commit after its checkpoint, or any failure of the probe, loads again.
    */
-  def newest(spark: SparkSession, known: TableSnapshot): TableSnapshot =
+  def newest(spark: SparkSession, known: TableSnapshot, conf: ReadConf): TableSnapshot =
     if (stillNewest(spark, known.segment)) known
-    else load(spark, known.table, None, None)
+    else load(spark, known.table, None, None, conf)
 
   private def stillNewest(spark: SparkSession, segment: LogSegment): Boolean =
     segment.commits.lastOption.exists { last =>
@@ -97,14 +98,21 @@ private[deltareplay] object TableSnapshot {
    * newest load lists `_delta_log` from there on ([[LogSegment.listFrom]]), and lists all of it
    * when it cannot load the newest version from that listing. Checkpoints only come after it.
    */
-  private val NewestCheckpoint = new BoundedLru[String, Long](1024, Long.MaxValue, _ => 1L)
+  private val NewestCheckpoint = new SessionState.Part[BoundedLru[String, Long]](
+    "newest loads' checkpoints",
+    () => new BoundedLru[String, Long](1024, Long.MaxValue, _ => 1L),
+    size = _.size.toLong
+  )
 
-  /** Loads `path` at `version`, at `timestamp`, or at its newest version. */
+  /**
+   * Loads `path` at `version`, at `timestamp`, or at its newest version, for a read with `conf`.
+   */
   def load(
       spark: SparkSession,
       path: String,
       version: Option[Long],
-      timestamp: Option[String]
+      timestamp: Option[String],
+      conf: ReadConf
   ): TableSnapshot = {
     val started = System.nanoTime()
     val hadoopConf = spark.sessionState.newHadoopConf()
@@ -118,22 +126,24 @@ private[deltareplay] object TableSnapshot {
     val key = qualified.toString
     // the newest version: listed from the checkpoint the last newest load of this table used
     val fromCheckpoint =
-      if (pinned.isDefined) None
+      if (pinned.isDefined || !conf.stateCache) None
       else
-        NewestCheckpoint
+        NewestCheckpoint(spark)
           .get(key)
           .flatMap(v => Try(LogSegment.listFrom(qualified, v, hadoopConf)).toOption)
     val (segment, meta) =
       fromCheckpoint
-        .flatMap(listing => Try(loadSegment(spark, listing, None, Set.empty)).toOption)
+        .flatMap(listing => Try(loadSegment(spark, listing, None, Set.empty, conf)).toOption)
         .getOrElse {
           val listing = LogSegment.list(qualified, hadoopConf)
-          try loadSegment(spark, listing, pinned, Set.empty)
+          try loadSegment(spark, listing, pinned, Set.empty, conf)
           catch {
             case e: Exception => throw Errors.storeFailure(key, key, e).getOrElse(e)
           }
         }
-    if (pinned.isEmpty) segment.checkpointVersion.foreach(NewestCheckpoint.put(key, _))
+    if (pinned.isEmpty && conf.stateCache) {
+      segment.checkpointVersion.foreach(NewestCheckpoint(spark).put(key, _))
+    }
     DeltaAdapter.checkReadable(segment.table, meta)
     TableSnapshot(segment, meta, (System.nanoTime() - started) / 1000000)
   }
@@ -148,11 +158,12 @@ private[deltareplay] object TableSnapshot {
       spark: SparkSession,
       listing: LogSegment.Listing,
       version: Option[Long],
-      excluded: Set[Long]
+      excluded: Set[Long],
+      conf: ReadConf
   ): (LogSegment, TableMeta) = {
     val segment = LogSegment.forVersion(listing, version, excluded)
     val attempt =
-      try Right(segment -> MetaCache.meta(spark, segment))
+      try Right(segment -> MetaCache.meta(spark, segment, conf))
       catch {
         case e: io.deltareplay.DeltaReplayException.CorruptLog
             if segment.checkpointVersion.isDefined && isCheckpointFile(e.file) =>
@@ -166,7 +177,7 @@ private[deltareplay] object TableSnapshot {
             Some(LogSegment.forVersion(listing, version, excluded + segment.checkpointVersion.get))
           catch { case _: Errors.DeltaReplayException => None }
         if (fallback.isEmpty) throw e
-        loadSegment(spark, listing, version, excluded + segment.checkpointVersion.get)
+        loadSegment(spark, listing, version, excluded + segment.checkpointVersion.get, conf)
     }
   }
 

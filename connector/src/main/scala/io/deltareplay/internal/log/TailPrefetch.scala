@@ -5,7 +5,7 @@ import java.util.concurrent.{Callable, ExecutionException, Future}
 import io.deltareplay.internal.index.IndexCache
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.replay.{DistributedReplay, LocalReplay}
-import io.deltareplay.internal.session.PerSession
+import io.deltareplay.internal.session.SessionState
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.deltareplay.SparkBridge
@@ -46,7 +46,12 @@ private[deltareplay] object TailPrefetch extends Logging {
       val startedAt: Long
   )
 
-  private val pendingOf = new PerSession(() => new java.util.LinkedHashMap[Key, Pending]())
+  private val pendingOf = new SessionState.Part[java.util.LinkedHashMap[Key, Pending]](
+    "tails parsed ahead",
+    () => new java.util.LinkedHashMap[Key, Pending](),
+    release = p => p.synchronized { p.values().forEach(_.result.cancel(true)); p.clear() },
+    size = p => p.synchronized(p.size.toLong)
+  )
 
   private lazy val pool = SparkBridge.daemonThread("delta-replay tail prefetch")
 
@@ -59,11 +64,15 @@ private[deltareplay] object TailPrefetch extends Logging {
    * index of the table that could serve the version is cached. `withStats`: keep the actions'
    * statistics (a batch read; a stream's snapshot needs none).
    */
-  def start(spark: SparkSession, snapshot: TableSnapshot, withStats: Boolean): Unit = {
+  def start(
+      spark: SparkSession,
+      snapshot: TableSnapshot,
+      withStats: Boolean,
+      conf: ReadConf
+  ): Unit = {
     val segment = snapshot.segment
-    val conf = ReadConf(spark, Map.empty)
     if (
-      ReadConf.prefetchTail(spark) && segment.commits.nonEmpty &&
+      conf.prefetchTail && segment.commits.nonEmpty &&
       segment.commitBytes <= MaxTailBytes && DistributedReplay.fastPath(segment, conf) &&
       IndexCache
         .lookup(spark, segment.paths.root, snapshot.meta.tableId, segment.version, withStats)
@@ -75,7 +84,8 @@ private[deltareplay] object TailPrefetch extends Logging {
           expire(pending)
           if (!pending.containsKey(k)) {
             val task: Callable[LocalReplay.Reconciler] =
-              () => LocalReplay.reconcile(new LogReader(spark, segment), segment.paths, withStats)
+              () =>
+                LocalReplay.reconcile(new LogReader(spark, segment, conf), segment.paths, withStats)
             pending.put(k, new Pending(withStats, pool.submit(task), System.currentTimeMillis()))
           }
         }

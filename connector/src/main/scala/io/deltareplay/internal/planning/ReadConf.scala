@@ -4,6 +4,7 @@ import java.util.Locale
 
 import io.deltareplay.Errors
 import io.deltareplay.{DeltaReplayOptions => O}
+import io.deltareplay.internal.streaming.StreamOptions
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.storage.StorageLevel
 
@@ -45,8 +46,10 @@ private[deltareplay] object PlanningMode {
 }
 
 /**
- * The read configuration, resolved once on the driver: read option > session conf > default. Passed
- * on as plain values.
+ * The settings of one read, resolved once where the read is loaded (read option > session key >
+ * default, [[io.deltareplay.DeltaReplayOptions.Settings]]) and passed on as plain values to
+ * everything the read uses: the snapshot load and its caches, replay, planning, the stream. Nothing
+ * below rebuilds it from the session.
  */
 private[deltareplay] case class ReadConf(
     replayMode: ReplayMode,
@@ -66,7 +69,11 @@ private[deltareplay] case class ReadConf(
     snapshotSliceFiles: Int,
     planningMode: PlanningMode,
     executorsMinFiles: Long,
-    scratchDir: String
+    scratchDir: String,
+    useChecksum: Boolean = true,
+    prefetchTail: Boolean = true,
+    snapshotStorageLevel: Option[StorageLevel] = None,
+    stream: StreamOptions = StreamOptions(Map.empty)
 )
 
 private[deltareplay] object ReadConf {
@@ -136,7 +143,14 @@ private[deltareplay] object ReadConf {
         case 0L => Runtime.getRuntime.maxMemory() / 2048
         case n => n
       },
-      scratchDir = get(O.PlanningScratchDir)
+      scratchDir = get(O.PlanningScratchDir),
+      useChecksum = bool(O.UseChecksum),
+      prefetchTail = bool(O.PrefetchTail),
+      snapshotStorageLevel = O
+        .settingNamed(O.SnapshotStorageLevel)
+        .flatMap(s => resolve(spark, options, s))
+        .map(r => storageLevel(r.key, r.value)),
+      stream = StreamOptions(options)
     )
   }
 
@@ -156,12 +170,6 @@ private[deltareplay] object ReadConf {
   /** Whether routed `format("delta").load(...)` reads are resolved by this connector at load. */
   def routeAtLoad(spark: SparkSession): Boolean =
     routingEnabled(spark) && on(spark, O.RouteAtLoadKey)
-
-  /** Whether the commits after a checkpoint are parsed ahead of need ([[TailPrefetch]]). */
-  def prefetchTail(spark: SparkSession): Boolean = on(spark, O.PrefetchTailKey)
-
-  /** Whether protocol and metadata come from a version checksum file when there is one. */
-  def useChecksum(spark: SparkSession): Boolean = on(spark, O.UseChecksumKey)
 
   /** A session-only switch: on unless set to `false`. */
   private def on(spark: SparkSession, key: String): Boolean =

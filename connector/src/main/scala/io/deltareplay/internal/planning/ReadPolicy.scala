@@ -91,7 +91,7 @@ private[deltareplay] final case class ReadPolicy(
       case PlanningMode.Auto =>
         // No log holds a file action in under 8 bytes: smaller logs skip the footer reads.
         val big = segment.totalBytes >= 8 * conf.executorsMinFiles &&
-          new LogReader(spark, segment).estimatedFiles() >= conf.executorsMinFiles
+          new LogReader(spark, segment, conf).estimatedFiles() >= conf.executorsMinFiles
         if (big) Home.Executors else Home.Driver
     }
 

@@ -49,7 +49,7 @@ private[deltareplay] class DistributedReplay(
     typedStats: Option[FileEntry] = None,
     checkpointFilter: Option[CheckpointFilter] = None
 ) {
-  private val reader = new LogReader(spark, segment)
+  private val reader = new LogReader(spark, segment, conf)
   private val paths = segment.paths
 
   /**

@@ -56,7 +56,7 @@ private[deltareplay] object Replay {
       IndexCache.commitsAfter(spark, segment, cached.version).collect {
         case commits
             if commits.map(_.getLen).sum <= math.min(segment.totalBytes, conf.stateMaxTailBytes) =>
-          val tail = IndexCache.reconcile(spark, segment, commits, cached.withStats)
+          val tail = IndexCache.reconcile(spark, segment, commits, cached.withStats, conf)
           val index = cached.index.rolledForward(spark, tail, segment.version)
           val mode = s"incremental (v${cached.version} + ${commits.size} commits)"
           ReplayResult(index, mode, tail.count, 0L, 0)
@@ -77,7 +77,8 @@ private[deltareplay] object Replay {
         new DistributedReplay(spark, segment, conf, needStats, Some(entry)).index(entry, tableId)
       ReplayResult(index, mode, actions, 0L, tasks)
     } else {
-      val (files, actions) = LocalReplay.run(new LogReader(spark, segment), segment, needStats)
+      val (files, actions) =
+        LocalReplay.run(new LogReader(spark, segment, conf), segment, needStats)
       val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, files)
       ReplayResult(index, "local", actions, 0L, 0)
     }

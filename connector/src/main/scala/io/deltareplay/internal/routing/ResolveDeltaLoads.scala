@@ -86,10 +86,9 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
   }
 
   private def batch(options: Map[String, String]): Option[LogicalPlan] = {
-    val snapshot = DeltaReplaySource.load(spark, options)
-    if (snapshot.meta.writerFeatures.contains("rowTracking")) None
+    val table = DeltaReplaySource.read(spark, options)
+    if (table.snapshot.meta.writerFeatures.contains("rowTracking")) None
     else {
-      val table = DeltaReplaySource.table(spark, snapshot, options)
       Some(
         DataSourceV2Relation.create(table, None, None, new CaseInsensitiveStringMap(options.asJava))
       )
@@ -98,9 +97,10 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
 
   /** This connector's stream over the table, with the columns of delta-spark's source. */
   private def stream(options: Map[String, String]): LogicalPlan = {
-    val snapshot = RouteDeltaStreams.snapshot(spark, options("path"))
+    val conf = ReadConf(spark, options)
+    val snapshot = RouteDeltaStreams.snapshot(spark, options("path"), conf)
     val output = toAttributes(DeltaAdapter.streamSchema(spark, snapshot.meta))
-    RouteDeltaStreams.relation(spark, snapshot, options, output, None, Unassigned)
+    RouteDeltaStreams.relation(spark, snapshot, options, conf, output, None, Unassigned)
   }
 }
 

@@ -86,15 +86,18 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
     resolveNewest(routed, newest)
   }
 
-  /** The newest snapshot of each table, loaded once per query (all its reads see one version). */
+  /**
+   * The newest snapshot of each table, loaded once per query (all its reads see one version), by
+   * the first read of it with that read's settings.
+   */
   private final class Newest {
     private val loaded = scala.collection.mutable.Map.empty[String, TableSnapshot]
-    def apply(table: String): TableSnapshot =
-      loaded.getOrElseUpdate(table, TableSnapshot.load(spark, table, None, None))
+    def apply(table: String, conf: ReadConf): TableSnapshot =
+      loaded.getOrElseUpdate(table, TableSnapshot.load(spark, table, None, None, conf))
 
     /** The same, from a snapshot loaded before (kept when it is still the newest). */
-    def from(known: TableSnapshot): TableSnapshot =
-      loaded.getOrElseUpdate(known.table, TableSnapshot.newest(spark, known))
+    def from(known: TableSnapshot, conf: ReadConf): TableSnapshot =
+      loaded.getOrElseUpdate(known.table, TableSnapshot.newest(spark, known, conf))
   }
 
   /** Rewrites relations top-down; `options` are the user's read options tagged on an ancestor. */
@@ -123,16 +126,19 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
           if RouteDeltaReads.routable(read.options ++ userOptions) && metadataServable(rel) =>
         try {
           val table = read.tablePath.toString
-          val snapshot =
-            if (read.isTimeTravel) TableSnapshot.load(spark, table, Some(read.version), None)
-            else newest(table)
-          checkReadable(snapshot, rel.output)
           val options = RouteDeltaReads.connectorOptions(read.options ++ userOptions)
+          // the read's settings, resolved once for this query
+          val conf = ReadConf(spark, options)
+          val snapshot =
+            if (read.isTimeTravel) TableSnapshot.load(spark, table, Some(read.version), None, conf)
+            else newest(table, conf)
+          checkReadable(snapshot, rel.output)
           DataSourceV2Relation(
             new DeltaReplayTable(
               spark,
               snapshot,
               options,
+              conf,
               timeTravel = read.isTimeTravel,
               resolved = true
             ),
@@ -154,9 +160,11 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
   private def resolveNewest(plan: LogicalPlan, newest: Newest): LogicalPlan =
     plan.transformDown {
       case r @ DataSourceV2Relation(t: DeltaReplayTable, output, _, _, _, _) if t.needsResolving =>
-        val snapshot = newest.from(t.snapshot)
+        // the read's settings, resolved once for this query (session keys as they are now)
+        val conf = ReadConf(spark, t.options)
+        val snapshot = newest.from(t.snapshot, conf)
         checkReadable(snapshot, output)
-        r.copy(table = t.resolvedTo(snapshot))
+        r.copy(table = t.resolvedTo(snapshot, conf))
     }
 
   /**

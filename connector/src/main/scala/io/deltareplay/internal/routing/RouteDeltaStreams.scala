@@ -34,10 +34,12 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
           .orElse(ds.catalogTable.map(_.location.toString))
         if (path.isEmpty || !RouteDeltaStreams.routable(options)) rel
         else {
+          val conf = ReadConf(spark, RouteDeltaReads.connectorOptions(options))
           RouteDeltaStreams.relation(
             spark,
-            RouteDeltaStreams.snapshot(spark, path.get),
+            RouteDeltaStreams.snapshot(spark, path.get, conf),
             options,
+            conf,
             output.map(_.asInstanceOf[AttributeReference]),
             Some(rel),
             identifyingName
@@ -57,9 +59,9 @@ private[deltareplay] object RouteDeltaStreams {
    * The newest snapshot of the table a stream reads, its commit tail parsed ahead of the stream's
    * first batch ([[TailPrefetch]]; a stream's snapshot needs no statistics).
    */
-  def snapshot(spark: SparkSession, path: String): TableSnapshot = {
-    val loaded = TableSnapshot.load(spark, path, None, None)
-    TailPrefetch.start(spark, loaded, withStats = false)
+  def snapshot(spark: SparkSession, path: String, conf: ReadConf): TableSnapshot = {
+    val loaded = TableSnapshot.load(spark, path, None, None, conf)
+    TailPrefetch.start(spark, loaded, withStats = false, conf)
     loaded
   }
 
@@ -71,6 +73,7 @@ private[deltareplay] object RouteDeltaStreams {
       spark: SparkSession,
       snapshot: TableSnapshot,
       options: Map[String, String],
+      conf: ReadConf,
       output: Seq[AttributeReference],
       v1: Option[LogicalPlan],
       name: StreamingSourceIdentifyingName
@@ -78,7 +81,7 @@ private[deltareplay] object RouteDeltaStreams {
     StreamingRelationV2(
       Some(new DeltaReplaySource),
       "delta-replay",
-      new DeltaReplayTable(spark, snapshot, options, timeTravel = false),
+      new DeltaReplayTable(spark, snapshot, options, conf, timeTravel = false),
       new CaseInsensitiveStringMap(options.asJava),
       output,
       None,

@@ -10,7 +10,12 @@ import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
 import io.deltareplay.internal.streaming.{DeltaReplayMicroBatchStream, StreamOptions}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
-import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, V2ExpressionUtils}
+import org.apache.spark.sql.catalyst.expressions.{
+  AttributeReference,
+  ExprId,
+  Expression,
+  V2ExpressionUtils
+}
 import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference}
 import org.apache.spark.sql.connector.expressions.filter.Predicate
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
@@ -19,11 +24,14 @@ import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.types.{StructField, StructType}
 
 /**
- * A batch scan of one pinned table version: immutable, equal to another scan of the same table
- * version, read schema, pushed filters and settings (as Spark's `FileScan` and Iceberg's scans are,
- * so that Spark can reuse exchanges and subqueries). Planning happens once, lazily, when Spark asks
- * for partitions or statistics (again only for new runtime filters); [[description]] shows what was
- * pushed down without planning, and what replay and skipping did once the scan has planned.
+ * A batch scan of one pinned table version, equal to another scan of the same table version, read
+ * schema, pushed filters, runtime filters and settings (as Spark's `FileScan` and Iceberg's scans
+ * are, so that Spark can reuse exchanges and subqueries). Its fields are final; the one thing Spark
+ * changes on a scan, its runtime filters ([[filter]], dynamic partition pruning), is part of its
+ * equality, and what planning computes is kept apart ([[DeltaReplayScan.Planned]]), not part of
+ * what the scan is. Planning happens once, lazily, when Spark asks for partitions or statistics
+ * (again only for new runtime filters); [[description]] shows what was pushed down without
+ * planning, and what replay and skipping did once the scan has planned.
  *
  * @param replayedBefore
  *   a replay the scan builder already ran (for aggregates from statistics); reused, not compared
@@ -34,8 +42,7 @@ private[deltareplay] final case class DeltaReplayScan(
     readDataSchema: StructType,
     readPartitionSchema: StructType,
     metadataSchema: Option[StructType],
-    filters: PushedFilters,
-    options: Map[String, String]
+    filters: PushedFilters
 )(spark: SparkSession, replayedBefore: Option[ReplayResult])
     extends Scan
     with SupportsReportStatistics
@@ -48,19 +55,21 @@ private[deltareplay] final case class DeltaReplayScan(
 
   private def needStats: Boolean = conf.dataSkipping && filters.skipping.nonEmpty
 
-  /** Partition filters Spark found at run time (dynamic partition pruning). */
+  /** Partition filters Spark found at run time (dynamic partition pruning): part of equality. */
   @volatile private var runtimeFilters: Seq[Expression] = Nil
-  @volatile private var plannedCache: Option[(Seq[Expression], PlanResult)] = None
+
+  /** What planning computed for this scan (not part of its equality). */
+  private val done = new DeltaReplayScan.Planned
 
   /** The plan for the current runtime filters (planned on first use, then kept). */
-  def planned: PlanResult = synchronized {
-    plannedCache match {
+  def planned: PlanResult = done.synchronized {
+    done.plan match {
       case Some((filters, plan)) if filters == runtimeFilters => plan
       case _ =>
         val withRuntime = filters.copy(partition = filters.partition ++ runtimeFilters)
         val filter = FileFilter(policy.entry, withRuntime, conf.dataSkipping)
         val plan = planning.plan(filter, readPartitionSchema, owner = this)
-        plannedCache = Some(runtimeFilters -> plan)
+        done.plan = Some(runtimeFilters -> plan)
         plan
     }
   }
@@ -70,7 +79,7 @@ private[deltareplay] final case class DeltaReplayScan(
     Some(planning.replay).filter(_.index.onDriver)
 
   /** The planned scan's figures, without planning (None until it has planned). */
-  def plannedMetrics: Option[ScanMetrics] = plannedCache.map(p => metricsOf(p._2))
+  def plannedMetrics: Option[ScanMetrics] = done.plan.map(p => metricsOf(p._2))
 
   /** The planned scan's figures (plans if it has not). */
   def metrics: ScanMetrics = metricsOf(planned)
@@ -138,24 +147,18 @@ private[deltareplay] final case class DeltaReplayScan(
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     // the level of the snapshot index the stream keeps; index.storageLevel unless given apart
-    val setting = io.deltareplay.DeltaReplayOptions
-      .settingNamed(io.deltareplay.DeltaReplayOptions.SnapshotStorageLevel)
-      .get
-    val level = ReadConf
-      .resolve(spark, options, setting)
-      .map(r => ReadConf.storageLevel(r.key, r.value))
-      .getOrElse(conf.indexStorageLevel)
-    streamed = true
-    new DeltaReplayMicroBatchStream(spark, snapshot, StreamOptions(options), conf, level)
+    val level = conf.snapshotStorageLevel.getOrElse(conf.indexStorageLevel)
+    done.streamed = true
+    new DeltaReplayMicroBatchStream(spark, snapshot, conf.stream, conf, level)
   }
 
   /**
    * The reader factory of the planned scan, made once per plan: Spark asks each copy of its scan
    * node for one, and each factory broadcasts its Hadoop configuration.
    */
-  def readerFactory(): PartitionReaderFactory = synchronized {
+  def readerFactory(): PartitionReaderFactory = done.synchronized {
     val plan = planned
-    factoryCache match {
+    done.factory match {
       case Some((p, factory)) if p eq plan => factory
       case _ =>
         val factory = DeltaReaderFactory.create(
@@ -168,18 +171,13 @@ private[deltareplay] final case class DeltaReplayScan(
           withManifests = plan.onExecutors,
           metadata = metadataSchema.getOrElse(new StructType())
         )
-        factoryCache = Some(plan -> factory)
+        done.factory = Some(plan -> factory)
         factory
     }
   }
 
-  @volatile private var factoryCache: Option[(PlanResult, PartitionReaderFactory)] = None
-
-  /** Set when Spark reads this scan as a stream: it is then never planned as a batch. */
-  @volatile private var streamed = false
-
   override def estimateStatistics(): Statistics =
-    if (streamed) {
+    if (done.streamed) {
       // Spark asks a micro-batch relation's scan for statistics; planning the whole table version
       // for them would cost the first micro-batch a full batch plan
       new Statistics {
@@ -202,22 +200,50 @@ private[deltareplay] final case class DeltaReplayScan(
       snapshot.table == s.snapshot.table && snapshot.version == s.snapshot.version &&
       snapshot.meta.tableId == s.snapshot.meta.tableId && conf == s.conf &&
       readDataSchema == s.readDataSchema && readPartitionSchema == s.readPartitionSchema &&
-      metadataSchema == s.metadataSchema && filters == s.filters && options == s.options
+      metadataSchema == s.metadataSchema && filters == s.filters &&
+      runtimeFilterSet == s.runtimeFilterSet
     case _ => false
   }
 
+  /** The runtime filters as a set of canonical expressions (their order does not matter). */
+  private def runtimeFilterSet: Set[Expression] =
+    runtimeFilters
+      .map(_.transform { case a: AttributeReference => a.withExprId(ExprId(0)) }.canonicalized)
+      .toSet
+
   override def hashCode(): Int =
-    (snapshot.table, snapshot.version, readDataSchema, readPartitionSchema, filters).hashCode()
+    (
+      snapshot.table,
+      snapshot.version,
+      readDataSchema,
+      readPartitionSchema,
+      filters,
+      runtimeFilterSet
+    )
+      .hashCode()
+}
+
+private[deltareplay] object DeltaReplayScan {
+
+  /** What planning computed for one scan object (guarded by itself). */
+  private[scan] final class Planned {
+
+    /** The plan of the runtime filters it was made for. */
+    var plan: Option[(Seq[Expression], PlanResult)] = None
+
+    /** The reader factory of a plan (made once per plan). */
+    var factory: Option[(PlanResult, PartitionReaderFactory)] = None
+
+    /** Set when Spark reads the scan as a stream: it is then never planned as a batch. */
+    @volatile var streamed = false
+  }
+
+  /** A column name as one quoted identifier (names such as `p;q=` or `a.b` parse as themselves). */
+  def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
 }
 
 /** The batch of a [[DeltaReplayScan]]: its planned partitions; all planning stays in the scan. */
 private[deltareplay] final case class DeltaReplayBatch(scan: DeltaReplayScan) extends Batch {
   override def planInputPartitions(): Array[InputPartition] = scan.planned.planned.partitions
   override def createReaderFactory(): PartitionReaderFactory = scan.readerFactory()
-}
-
-private[deltareplay] object DeltaReplayScan {
-
-  /** A column name as one quoted identifier (names such as `p;q=` or `a.b` parse as themselves). */
-  def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
 }

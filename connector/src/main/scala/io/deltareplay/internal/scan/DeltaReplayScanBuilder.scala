@@ -26,13 +26,12 @@ import org.apache.spark.sql.types.StructType
 private[deltareplay] class DeltaReplayScanBuilder(
     spark: SparkSession,
     snapshot: TableSnapshot,
-    options: Map[String, String]
+    conf: ReadConf
 ) extends ScanBuilder
     with SupportsPushDownRequiredColumns
     with SupportsPushDownCatalystFilters
     with SupportsPushDownAggregates {
 
-  private val conf = ReadConf(spark, options)
   private val policy = ReadPolicy(spark, snapshot, conf)
   private val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
   private var required: StructType = snapshot.schema
@@ -89,8 +88,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
         StructType(data),
         StructType(partitions),
         metadata.headOption.map(_.dataType.asInstanceOf[StructType]),
-        filters,
-        options
+        filters
       )(spark, replayed)
   }
 }

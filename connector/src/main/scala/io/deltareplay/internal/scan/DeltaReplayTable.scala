@@ -5,6 +5,7 @@ import java.util
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.log.TableSnapshot
+import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.read.FileMetadata
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{
@@ -36,6 +37,7 @@ private[deltareplay] class DeltaReplayTable(
     spark: SparkSession,
     val snapshot: TableSnapshot,
     val options: Map[String, String],
+    val conf: ReadConf,
     val timeTravel: Boolean,
     val resolved: Boolean = false
 ) extends Table
@@ -64,14 +66,27 @@ private[deltareplay] class DeltaReplayTable(
   })
 
   override def newScanBuilder(opts: CaseInsensitiveStringMap): ScanBuilder =
-    new DeltaReplayScanBuilder(spark, snapshot, options ++ opts.asScala)
+    new DeltaReplayScanBuilder(spark, snapshot, settingsWith(opts.asScala.toMap))
 
   /** Whether a query must resolve this table to the newest version before reading it. */
   def needsResolving: Boolean = !timeTravel && !resolved
 
   /** This table at `newest`, for one query. */
-  def resolvedTo(newest: TableSnapshot): DeltaReplayTable =
-    new DeltaReplayTable(spark, newest, options, timeTravel = false, resolved = true)
+  def resolvedTo(newest: TableSnapshot, newConf: ReadConf): DeltaReplayTable =
+    new DeltaReplayTable(spark, newest, options, newConf, timeTravel = false, resolved = true)
+
+  /**
+   * The read's settings: those resolved where it was loaded, or, when a scan is built with options
+   * the load did not have, those of all its options (checked as the load's were).
+   */
+  private def settingsWith(scanOptions: Map[String, String]): ReadConf = {
+    val known = options.keySet.map(_.toLowerCase(java.util.Locale.ROOT))
+    val extra = scanOptions.filter { case (k, _) =>
+      val key = k.toLowerCase(java.util.Locale.ROOT)
+      !known(key) && !io.deltareplay.DeltaReplayOptions.PathOptions(key)
+    }
+    if (extra.isEmpty) conf else ReadConf(spark, options ++ extra)
+  }
 
   private def identity: (String, Option[Long], Boolean, Map[String, String]) =
     (snapshot.table, if (timeTravel) Some(snapshot.version) else None, resolved, options)

@@ -61,6 +61,9 @@ private[internal] final class BoundedLru[K, V](
     }
 
   /** Drops every value whose key `drop` accepts. */
+  /** Entries kept. */
+  def size: Int = synchronized(kept.size)
+
   def removeKeys(drop: K => Boolean): Unit = synchronized {
     val it = kept.entrySet().iterator()
     while (it.hasNext) {

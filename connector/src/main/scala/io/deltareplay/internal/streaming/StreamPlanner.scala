@@ -161,7 +161,7 @@ private[deltareplay] class StreamPlanner(
       else from.version
     if (at >= 0 && at < start.version) {
       val then =
-        try Some(TableSnapshot.load(spark, start.tablePath.toString, Some(at), None))
+        try Some(TableSnapshot.load(spark, start.tablePath.toString, Some(at), None, conf))
         catch {
           // as DeltaSource: without the table at the offset, a column-mapped table cannot be
           // checked, so it is not read; other tables go on (each commit is checked as it comes)
@@ -182,7 +182,7 @@ private[deltareplay] class StreamPlanner(
       }
     )
     val segment = start.segment.onlyCommits(Seq(status), version)
-    val reader = new LogReader(spark, segment)
+    val reader = new LogReader(spark, segment, conf)
     reader.commitProtocolAndMetadata().foreach {
       case Right(m) => checkSchema(meta.withMetadata(m), version, atStart = false)
       case Left(p) => DeltaAdapter.checkReadable(start.table, meta.withProtocol(p))
@@ -227,7 +227,7 @@ private[deltareplay] class StreamPlanner(
         releaseSnapshot()
         val at =
           if (version == start.version) start
-          else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None)
+          else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None, conf)
         val policy = ReadPolicy(spark, at, conf)
         val build = () => {
           val replayed = policy.index(needStats = false, keepPersisted = Some(storageLevel))

@@ -5,6 +5,7 @@ import java.io.File
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.index.IndexCache
+import io.deltareplay.internal.session.SessionState
 import io.deltareplay.test.DeltaOracle
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -98,11 +99,15 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
         release.await()
         java.nio.file.Files.readAllBytes(file.toPath)
       }
-      val first = new Thread(() => { CommitTexts.bytes(spark, status)(slowRead()); () })
+      val first = new Thread(() => {
+        CommitTexts.bytes(spark, status, sessionConf)(slowRead()); ()
+      })
       first.start()
       started.await()
       val second =
-        new java.util.concurrent.FutureTask(() => CommitTexts.bytes(spark, status)(slowRead()))
+        new java.util.concurrent.FutureTask(() =>
+          CommitTexts.bytes(spark, status, sessionConf)(slowRead())
+        )
       val secondThread = new Thread(second)
       secondThread.start()
       awaitBlocked(secondThread) // the second reader is waiting, not reading
@@ -113,12 +118,12 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       assert(reads.get() == 1)
 
       // a first read that fails is not the waiting reader's failure: it reads the file itself
-      CommitTexts.clear(spark)
+      SessionState.clear(spark)
       val failing = new java.util.concurrent.CountDownLatch(1)
       val reading = new java.util.concurrent.CountDownLatch(1)
       val doomed = new Thread(() =>
         try {
-          CommitTexts.bytes(spark, status) {
+          CommitTexts.bytes(spark, status, sessionConf) {
             reading.countDown(); failing.await(); throw new java.io.IOException("gone")
           }; ()
         } catch { case _: java.io.IOException => () }
@@ -126,7 +131,7 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       doomed.start()
       reading.await()
       val waiter = new java.util.concurrent.FutureTask(() =>
-        CommitTexts.bytes(spark, status)(java.nio.file.Files.readAllBytes(file.toPath))
+        CommitTexts.bytes(spark, status, sessionConf)(java.nio.file.Files.readAllBytes(file.toPath))
       )
       val waiterThread = new Thread(waiter)
       waiterThread.start()

@@ -5,6 +5,7 @@ import java.net.URI
 
 import scala.jdk.CollectionConverters._
 
+import io.deltareplay.internal.session.SessionState
 import io.deltareplay.test.DeltaOracle
 import org.apache.commons.io.FileUtils
 import org.apache.hadoop.fs.{FSDataInputStream, Path, RawLocalFileSystem}
@@ -29,7 +30,7 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
   private def load(path: String, version: Option[Long] = None): TableSnapshot = {
     spark.sparkContext.hadoopConfiguration
       .set("fs.countfs.impl", classOf[OpenCountingFileSystem].getName)
-    TableSnapshot.load(spark, s"countfs://$path", version, None)
+    TableSnapshot.load(spark, s"countfs://$path", version, None, sessionConf)
   }
 
   private def uncached(path: String, version: Long): TableMeta =
@@ -62,7 +63,7 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
   ) {
     withTempDir { dir =>
       val path = checkpointedAt3(dir, lastVersion = 6) // the tail holds no protocol/metaData
-      MetaCache.clear(spark)
+      SessionState.clear(spark)
 
       val (v6, firstRead) = withConf("spark.deltareplay.replay.useChecksum" -> "false") {
         reading(load(path))
@@ -127,13 +128,13 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
       assert((0L to 8L).forall(crc(_).isFile), "delta-spark wrote no version checksum files")
       def fromLog(version: Long): TableMeta =
         withConf("spark.deltareplay.replay.useChecksum" -> "false") {
-          MetaCache.clear(spark)
+          SessionState.clear(spark)
           load(path, Some(version)).meta
         }
 
       // The newest version: its checksum file and the checkpoint's footer (checked before any
       // replay); no commit is read. The same protocol and metadata as from the log, and as V1's.
-      MetaCache.clear(spark)
+      SessionState.clear(spark)
       val (v8, read8) = reading(load(path))
       assert(v8.version == 8)
       assert(read8 == Seq(f"${3L}%020d.checkpoint.parquet", f"${8L}%020d.crc"), read8)
@@ -142,25 +143,24 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
       assert(v8.meta.configuration.get("delta.appendOnly").contains("true"))
       assertAsV1(path, v8)
       // time travel takes the checksum of the version it reads
-      MetaCache.clear(spark)
+      SessionState.clear(spark)
       val (v5, read5) = reading(load(path, Some(5)))
       assert(read5.contains(f"${5L}%020d.crc") && !read5.exists(_.endsWith(".json")), read5)
       assert(v5.meta == fromLog(5) && !v5.schema.fieldNames.contains("extra"))
 
       // Not JSON, then without metadata: passed over, the log gives them.
       java.nio.file.Files.write(crc(8).toPath, "{not json".getBytes("UTF-8"))
-      MetaCache.clear(spark)
-      CommitTexts.clear(spark) // the commits are read again, not found in memory
+      SessionState.clear(spark)
+      SessionState.clear(spark) // the commits are read again, not found in memory
       val (corrupt, readCorrupt) = reading(load(path))
       assert(readCorrupt.count(_.endsWith(".json")) >= 1, readCorrupt)
       assert(corrupt.meta == fromLog(8))
       java.nio.file.Files.write(crc(8).toPath, "{\"numFiles\":1}".getBytes("UTF-8"))
-      MetaCache.clear(spark)
+      SessionState.clear(spark)
       assert(load(path).meta == fromLog(8))
       // Missing: the log.
       assert(crc(8).delete())
-      MetaCache.clear(spark)
-      CommitTexts.clear(spark)
+      SessionState.clear(spark)
       val (missing, readMissing) = reading(load(path))
       assert(!readMissing.exists(_.endsWith(".crc")) && readMissing.exists(_.endsWith(".json")))
       assert(missing.meta == fromLog(8))

@@ -152,4 +152,39 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     assert(reachable("yarn", userSet = false, "hdfs"))
     assert(reachable("k8s://https://api:443", userSet = true, "file"))
   }
+
+  test("a read's option reaches every component it names: the load's caches, replay, the index") {
+    withTempDir { dir =>
+      val path = new java.io.File(dir, "t").getAbsolutePath
+      (0 until 4).foreach { i =>
+        spark
+          .range(i * 10, i * 10 + 10)
+          .write
+          .format("delta")
+          .mode("append")
+          .option("delta.checkpointInterval", "3")
+          .save(path)
+      }
+      def entries = io.deltareplay.internal.session.SessionState.of(spark).entries
+      def cached = entries.filter(_._2 > 0).keySet
+      def read(options: Map[String, String]) =
+        spark.read.format("delta-replay").options(options).load(path).where("id > 5").collect()
+      io.deltareplay.internal.session.SessionState.clear(spark)
+      val e = intercept[DeltaReplayException.BadOption](read(Map(O.PrefetchTail -> "false")))
+      assert(e.getMessage.contains(O.PrefetchTailKey), e.getMessage)
+      withSession(O.PrefetchTail, "false")(read(Map(O.StateCache -> "false")))
+      // nothing kept: not the protocol and metadata of the load, not the commit texts or the
+      // checkpoint's footers it read, not the index (the session keys say the opposite)
+      assert(cached.isEmpty, entries)
+      read(Map.empty)
+      assert(
+        Set("protocol and metadata", "checkpoint footers", "snapshot indexes").subsetOf(cached),
+        entries
+      )
+      // the same option as a session key reaches them too
+      io.deltareplay.internal.session.SessionState.clear(spark)
+      withSession(O.StateCache, "false")(read(Map.empty))
+      assert(cached.isEmpty, entries)
+    }
+  }
 }

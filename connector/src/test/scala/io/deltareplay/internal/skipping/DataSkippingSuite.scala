@@ -259,9 +259,13 @@ class DataSkippingSuite
 
         phase("write")
         // the files and the statistics delta-spark wrote, as this connector's log replay reads them
-        val snapshot = TableSnapshot.load(spark, path, None, None)
+        val snapshot = TableSnapshot.load(spark, path, None, None, sessionConf)
         val files = LocalReplay
-          .run(new LogReader(spark, snapshot.segment), snapshot.segment, needStats = true)
+          .run(
+            new LogReader(spark, snapshot.segment, sessionConf),
+            snapshot.segment,
+            needStats = true
+          )
           ._1
           .toSeq
         assert(files.size >= 1 && files.forall(_.stats != null), "delta-spark wrote no statistics")
