@@ -456,6 +456,107 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("a first filtered read narrows on a checkpoint whose statistics are JSON only") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      spark
+        .range(0, 600)
+        .selectExpr("id", "cast(id % 3 as string) AS p", "concat('s', id) AS s")
+        .repartitionByRange(60, col("id"))
+        .write
+        .format("delta")
+        .partitionBy("p")
+        .option("delta.checkpoint.writeStatsAsStruct", "false")
+        .option("delta.checkpoint.writeStatsAsJson", "true")
+        .save(path)
+      DeltaLog.forTable(spark, path).checkpoint()
+      spark
+        .range(600, 620)
+        .selectExpr("id", "'1' AS p", "concat('s', id) AS s")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      val Decoded = """.*checkpoint filtered by the query: ([\d,]+) of ([\d,]+) rows decoded.*""".r
+      Seq("id = 142", "id BETWEEN 300 AND 305 AND p = '1'", "s = 's77'").foreach { q =>
+        IndexCache.clear(spark)
+        withConf(
+          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+          "spark.deltareplay.index.buildInBackground" -> "false"
+        ) {
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), q)
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.checkpointLayout.contains("statistics as JSON only"), m.checkpointLayout)
+          m.replayMode match {
+            case Decoded(kept, total) =>
+              val (k, t) = (kept.replace(",", "").toLong, total.replace(",", "").toLong)
+              // the statistics the filter compares read from the JSON: a handful decoded whole
+              assert(k * 10 < t, s"$q: ${m.replayMode}")
+            case other => fail(s"$q: not narrowed: $other")
+          }
+          assert(m.liveFiles < 20, s"$q: $m")
+        }
+      }
+    }
+  }
+
+  test("queries while a background index build of their version runs never wait for it") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      spark
+        .range(0, 300)
+        .selectExpr("id", "id % 3 AS p")
+        .repartitionByRange(12, col("id"))
+        .write
+        .format("delta")
+        .partitionBy("p")
+        .save(path)
+      DeltaLog.forTable(spark, path).checkpoint()
+      spark
+        .range(300, 320)
+        .selectExpr("id", "id % 3 AS p")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      val hold = new java.util.concurrent.CountDownLatch(1)
+      IndexBuilds.holdForTests = Some(hold)
+      try
+        withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
+          val first = ours(path).where("id = 17")
+          assert(sorted(first) === sorted(v1(path).where("id = 17")))
+          val s = deltaReplayScans(first).head.snapshot
+          def building =
+            IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version)
+          assert(building, "the first read started no build")
+          // with the build held, queries of the version answer: the same filters from what the
+          // first read kept, others from their own narrowed read; none waits for the build
+          Seq("id = 17", "id > 290 AND p = 1", "p = 2").foreach { q =>
+            val answered = java.util.concurrent.CompletableFuture.supplyAsync { () =>
+              val df = ours(path).where(q)
+              (sorted(df), deltaReplayScans(df).head.metrics.replayMode)
+            }
+            val (rows, mode) = answered.get(120, java.util.concurrent.TimeUnit.SECONDS)
+            assert(rows === sorted(v1(path).where(q)), q)
+            assert(!mode.startsWith("cached"), s"$q: $mode")
+            assert(building, s"$q: the build ended while held")
+          }
+          hold.countDown()
+          val deadline = System.nanoTime() + 120L * 1000000000L
+          while (building && System.nanoTime() < deadline) Thread.sleep(50)
+          assert(!building)
+          val after = ours(path).where("id = 5")
+          assert(deltaReplayScans(after).head.metrics.replayMode === s"cached (v${s.version})")
+          assert(sorted(after) === sorted(v1(path).where("id = 5")))
+        }
+      finally {
+        hold.countDown()
+        IndexBuilds.holdForTests = None
+      }
+    }
+  }
+
   test("a table recreated at the same path or replaced never reuses a stale index; sessions") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

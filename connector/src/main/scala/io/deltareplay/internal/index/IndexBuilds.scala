@@ -1,20 +1,48 @@
 package io.deltareplay.internal.index
 
+import java.util.concurrent.{ConcurrentHashMap, CountDownLatch, TimeUnit}
+
+import scala.util.control.NonFatal
+
 import io.deltareplay.internal.planning.ReadPolicy
 import io.deltareplay.internal.session.SessionState
+import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SQLExecution
+import org.apache.spark.sql.execution.ui.{
+  SparkListenerSQLExecutionEnd,
+  SparkListenerSQLExecutionStart
+}
 
 /**
- * Indexes being built in the background after a read through a [[CheckpointFilter]]: at most one
- * per table version, each in a daemon thread that offers it to the session's cache when done.
+ * Indexes built in the background after a read through a
+ * [[io.deltareplay.internal.replay.CheckpointFilter]]: at most one per table version, each in a
+ * daemon thread that offers it to the session's cache when done. A foreground query never waits for
+ * one:
+ *
+ *   - a build starts only once the query that asked for it has ended and no other query of the
+ *     application is running, and runs its Spark jobs under the job tag [[BackgroundTag]] in the
+ *     scheduler pool of the same name (a lower-priority pool where `spark.scheduler.mode=FAIR`);
+ *   - when a query starts while a build runs, the build's jobs are cancelled at once (their cores
+ *     go to the query) and the build starts again once the application is idle; until its index is
+ *     cached, reads of the version are answered from what the first read kept (the narrowed index
+ *     of its filters) or from their own narrowed read;
+ *   - its index lives where any index of the table would ([[ReadPolicy.home]]: on the driver only
+ *     below `planning.executorsMinFiles`), and the cache keeps it within its budget.
  */
 private[deltareplay] object IndexBuilds extends Logging {
 
+  /** The job tag and scheduler pool of background builds. */
+  val BackgroundTag = "delta-replay-background"
+
+  /** Attempts of one build cancelled by foreground queries before it gives up. */
+  val MaxAttempts = 20
+
   /** The builds of one session: running ones by table version; cleared with the session state. */
   private final class Builds {
-    val running = java.util.concurrent.ConcurrentHashMap.newKeySet[(String, String, Long)]()
+    val running = ConcurrentHashMap.newKeySet[(String, String, Long)]()
     @volatile var cleared = false
   }
 
@@ -25,10 +53,12 @@ private[deltareplay] object IndexBuilds extends Logging {
     size = _.running.size.toLong
   )
 
+  /** Tests: when set, a build waits on it before it starts (held while a query runs). */
+  @volatile private[deltareplay] var holdForTests: Option[CountDownLatch] = None
+
   /**
-   * Starts building `policy`'s index unless a build of the same version is running. The build waits
-   * until the SQL execution that asked for it (the query being planned, if any) has ended: on a
-   * small machine it would otherwise take cores and driver time from that query.
+   * Starts building `policy`'s index unless a build of the same version is running (see the class
+   * doc for when it runs and how it yields).
    */
   def start(policy: ReadPolicy, needStats: Boolean): Unit = {
     val s = policy.snapshot
@@ -38,27 +68,39 @@ private[deltareplay] object IndexBuilds extends Logging {
     val builds = buildsOf(policy.spark)
     val running = builds.running
     if (running.add(key)) {
+      Foreground.install(sc)
       val thread = new Thread(s"delta-replay index ${s.table} v${s.version}") {
         override def run(): Unit =
           try {
-            while (
-              askedBy.exists(id => SQLExecution.getQueryExecution(id) != null) && !sc.isStopped
-            )
-              Thread.sleep(20)
+            holdForTests.foreach(_.await(10, TimeUnit.MINUTES))
             // not part of the query that started it (a thread inherits its local properties)
-            sc.setLocalProperty("spark.sql.execution.id", null)
+            sc.setLocalProperty(SQLExecution.EXECUTION_ID_KEY, null)
             sc.setLocalProperty("spark.jobGroup.id", null)
+            sc.setLocalProperty("spark.scheduler.pool", BackgroundTag)
+            sc.addJobTag(BackgroundTag)
             SparkSession.setActiveSession(policy.spark)
-            if (!builds.cleared) {
-              val built = policy.index(needStats)
-              logInfo(
-                s"Built the index of ${s.table} v${s.version} in the background: ${built.mode}"
-              )
+            var attempt = 1
+            var done = false
+            while (!done && attempt <= MaxAttempts && !builds.cleared && !sc.isStopped) {
+              Foreground.awaitIdle(sc, askedBy)
+              if (!builds.cleared && !sc.isStopped) {
+                try {
+                  val built = policy.index(needStats)
+                  logInfo(
+                    s"Built the index of ${s.table} v${s.version} in the background: ${built.mode}"
+                  )
+                  done = true
+                } catch {
+                  case NonFatal(e) if Foreground.cancelledIt(e) =>
+                    logInfo(s"Index build of ${s.table} v${s.version} yielded to a query")
+                    attempt += 1
+                }
+              }
             }
           } catch {
-            case scala.util.control.NonFatal(_) if policy.spark.sparkContext.isStopped =>
+            case NonFatal(_) if policy.spark.sparkContext.isStopped =>
               logInfo(s"The background index build of ${s.table} v${s.version} stopped with Spark")
-            case scala.util.control.NonFatal(e) =>
+            case NonFatal(e) =>
               logWarning(
                 s"Building the index of ${s.table} v${s.version} in the background failed",
                 e
@@ -73,4 +115,50 @@ private[deltareplay] object IndexBuilds extends Logging {
   /** Whether a background build of this table version is running (tests). */
   def isRunning(spark: SparkSession, root: String, tableId: String, version: Long): Boolean =
     buildsOf(spark).running.contains((root, tableId, version))
+
+  /**
+   * The application's foreground queries, as a listener sees them: SQL executions that are not a
+   * background build's. A foreground one that starts cancels the running builds' jobs.
+   */
+  private object Foreground {
+    private val active = ConcurrentHashMap.newKeySet[Long]()
+    private val installed = ConcurrentHashMap.newKeySet[SparkContext]()
+    @volatile private var lastChange = System.nanoTime()
+
+    def install(sc: SparkContext): Unit =
+      if (installed.add(sc)) {
+        sc.addSparkListener(new SparkListener {
+          override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
+            case e: SparkListenerSQLExecutionStart if !e.jobTags.contains(BackgroundTag) =>
+              active.add(e.executionId)
+              lastChange = System.nanoTime()
+              sc.cancelJobsWithTag(BackgroundTag, "a query started: the index build yields")
+            case e: SparkListenerSQLExecutionEnd =>
+              if (active.remove(e.executionId)) lastChange = System.nanoTime()
+            case _ =>
+          }
+        })
+      }
+
+    /**
+     * Waits until `askedBy` (the query that asked for the build) has ended and no foreground query
+     * has run for a moment.
+     */
+    def awaitIdle(sc: SparkContext, askedBy: Option[Long]): Unit = {
+      def busy =
+        askedBy.exists(id => SQLExecution.getQueryExecution(id) != null) || !active.isEmpty ||
+          System.nanoTime() - lastChange < IdleNanos
+      while (busy && !sc.isStopped) Thread.sleep(20)
+    }
+
+    /** Whether `e` is the cancellation of a build's jobs by [[install]]'s listener. */
+    def cancelledIt(e: Throwable): Boolean =
+      Iterator
+        .iterate(e)(_.getCause)
+        .takeWhile(_ != null)
+        .exists(c => Option(c.getMessage).exists(_.contains("the index build yields")))
+  }
+
+  /** How long no query must have started or ended before a build (re)starts. */
+  private val IdleNanos = 300L * 1000000L
 }

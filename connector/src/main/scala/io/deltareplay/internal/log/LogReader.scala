@@ -317,6 +317,42 @@ private[deltareplay] class LogReader(
 
   // ---------------------------------------------------------------- Parquet on the driver
 
+  /**
+   * What the segment's log is made of, for scan metrics: its checkpoint (kind, files), how the
+   * checkpoint holds statistics (typed `stats_parsed`, JSON only, or typed in part: from the
+   * footers), the commits after it, and whether a version checksum file gives protocol and
+   * metadata.
+   */
+  def layout(): String = {
+    val checkpoint = segment.checkpointVersion.fold("no checkpoint") { v =>
+      val files = segment.checkpoint ++ sidecars()
+      val (json, parquet) = files.partition(_.getPath.getName.endsWith(".json"))
+      val facts = parquet.map(footerFacts)
+      val typed = facts.map(_.schema).count { s =>
+        s.fields
+          .find(_.name == "add")
+          .exists(_.dataType match {
+            case a: StructType => a.fieldNames.contains("stats_parsed")
+            case _ => false
+          })
+      }
+      val stats =
+        if (parquet.isEmpty) "statistics as JSON (JSON checkpoint)"
+        else if (typed == 0) "statistics as JSON only"
+        else if (typed == parquet.size && facts.forall(_.statsParsedInEveryAdd)) "typed statistics"
+        else "typed statistics in part"
+      val sidecarCount = files.size - segment.checkpoint.size
+      val parts =
+        if (sidecarCount > 0) s", $sidecarCount sidecars"
+        else if (segment.checkpoint.size > 1) s", ${segment.checkpoint.size} parts"
+        else ""
+      val kind = if (json.nonEmpty && parquet.isEmpty) "JSON " else ""
+      s"${segment.checkpointKind} checkpoint v$v$parts ($kind$stats)"
+    }
+    val checksum = if (segment.checksum.isDefined) "checksum file" else "no checksum file"
+    s"$checkpoint + ${segment.commits.size} commits; $checksum"
+  }
+
   def footerSchema(file: FileStatus): StructType = footerFacts(file).schema
 
   /** The footer facts of a checkpoint Parquet file, read once per file ([[CheckpointFooters]]). */

@@ -158,12 +158,20 @@ private[deltareplay] final case class ReadPolicy(
    * forced replay mode, nothing to filter by, a log replayed on the driver or on the window path,
    * an index that serves, or an index that would live on the executors.
    */
-  def narrowedIndex(filter: FileFilter, needStats: Boolean): Option[ReplayResult] = {
+  def narrowedIndex(filter: FileFilter, needStats: Boolean): Either[String, ReplayResult] = {
     val byQuery = CheckpointFilter(entry, filter)
-    val applies = conf.filterCheckpoint && conf.replayMode == ReplayMode.Auto && byQuery.filters &&
-      replaysDistributed && DistributedReplay.fastPath(segment, conf) &&
-      cachedState(needStats).isEmpty && home == Home.Driver
-    if (!applies) None
+    // why not, the first reason that holds (scan metrics `narrowedReason`)
+    lazy val declined: Option[String] = Seq(
+      (!conf.filterCheckpoint) -> "replay.filterCheckpoint is off",
+      (conf.replayMode != ReplayMode.Auto) -> s"replay.mode is ${conf.replayMode.name}",
+      (!byQuery.filters) -> "", // nothing to narrow by
+      (!replaysDistributed) -> "a small log, replayed on the driver",
+      (!DistributedReplay.fastPath(segment, conf)) ->
+        "no checkpoint, or commits after it over replay.tailFastPathMaxBytes",
+      cachedState(needStats).isDefined -> "an index of this version is cached",
+      (home != Home.Driver) -> "the index of this version lives on the executors"
+    ).collectFirst { case (true, why) => why }
+    if (declined.isDefined) Left(declined.get)
     else {
       val started = System.nanoTime()
       val kept = if (conf.stateCache) NarrowedIndexes.get(this, filter, needStats) else None
@@ -181,7 +189,7 @@ private[deltareplay] final case class ReadPolicy(
           r
       }
       if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(this, needStats)
-      Some(result.copy(millis = (System.nanoTime() - started) / 1000000))
+      Right(result.copy(millis = (System.nanoTime() - started) / 1000000))
     }
   }
 
@@ -190,7 +198,9 @@ private[deltareplay] final case class ReadPolicy(
     new ScanPlanning(
       this,
       () => replayedBefore.getOrElse(index(needStats)),
-      filter => if (replayedBefore.isDefined) None else narrowedIndex(filter, needStats)
+      filter =>
+        if (replayedBefore.isDefined) Left("the scan builder replayed it (aggregates)")
+        else narrowedIndex(filter, needStats)
     )
 }
 

@@ -8,7 +8,8 @@ import org.apache.spark.sql.types.StructType
 private[deltareplay] final case class PlanResult(
     planned: PlannedScan,
     replay: ReplaySummary,
-    onExecutors: Boolean
+    onExecutors: Boolean,
+    narrowing: String = ""
 )
 
 /**
@@ -19,10 +20,10 @@ private[deltareplay] final case class PlanResult(
 private[deltareplay] final class ScanPlanning(
     policy: ReadPolicy,
     getIndex: () => ReplayResult,
-    narrow: FileFilter => Option[ReplayResult]
+    narrow: FileFilter => Either[String, ReplayResult]
 ) {
   private var full: Option[ReplayResult] = None
-  private var narrowed: Option[Option[ReplayResult]] = None
+  private var narrowed: Option[Either[String, ReplayResult]] = None
 
   /** The index of the whole version (got on first use). */
   def replay: ReplayResult = synchronized {
@@ -34,21 +35,27 @@ private[deltareplay] final class ScanPlanning(
   }
 
   /** The index the plans read so far, if one was got: the whole version's or a narrowed one. */
-  def planIndex: Option[ReplayResult] = synchronized(full.orElse(narrowed.flatten))
+  def planIndex: Option[ReplayResult] = synchronized(full.orElse(narrowed.flatMap(_.toOption)))
 
   /**
    * The index a plan with `filter` reads: the whole version's when it is at hand, else the files
    * the first plan's filter may match when [[ReadPolicy.narrowedIndex]] applies (a later plan of
    * this scan only adds runtime partition filters, so those files still hold all its matches).
    */
-  private def indexFor(filter: FileFilter): ReplayResult = synchronized {
-    full
-      .orElse(narrowed.getOrElse {
-        val n = narrow(filter)
-        narrowed = Some(n)
-        n
-      })
-      .getOrElse(replay)
+  private def indexFor(filter: FileFilter): (ReplayResult, String) = synchronized {
+    full match {
+      case Some(r) => r -> narrowed.fold("the whole index was at hand")(_.left.getOrElse(""))
+      case None =>
+        val n = narrowed.getOrElse {
+          val made = narrow(filter)
+          narrowed = Some(made)
+          made
+        }
+        n match {
+          case Right(r) => r -> ""
+          case Left(why) => replay -> why
+        }
+    }
   }
 
   /**
@@ -56,7 +63,7 @@ private[deltareplay] final class ScanPlanning(
    * alive while it is reachable.
    */
   def plan(filter: FileFilter, readPartitionSchema: StructType, owner: AnyRef): PlanResult = {
-    val r = indexFor(filter)
-    r.index.plan(policy, r, filter, readPartitionSchema, owner)
+    val (r, why) = indexFor(filter)
+    r.index.plan(policy, r, filter, readPartitionSchema, owner).copy(narrowing = why)
   }
 }

@@ -335,7 +335,7 @@ private[deltareplay] class DistributedReplay(
     val filter = checkpointFilter.filter(_ => filtersCheckpoint && conf.checkpointTwoPass)
     if (filter.isEmpty || checkpointJson.nonEmpty) return None
     val moved = checkpointByLayout.toSeq.map { case (layout, fs) =>
-      filter.get.column(layout.addType).map(c => (layout, fs, c))
+      filter.get.column(layout.addType, layout.statsParsedInEveryAdd).map(c => (layout, fs, c))
     }
     if (moved.exists(_.isEmpty)) return None
     val parts = moved.flatten.map { case (layout, fs, f) =>
@@ -474,7 +474,7 @@ private[deltareplay] class DistributedReplay(
       }
     val fromParquet = checkpointByLayout.map { case (layout, fs) =>
       val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
-      val raw = filter.flatMap(_.column(layout.addType)) match {
+      val raw = filter.flatMap(_.column(layout.addType, layout.statsParsedInEveryAdd)) match {
         case Some(f) if conf.checkpointTwoPass =>
           // adds only; their JSON statistics only where a row may lack the typed ones
           val fields = layout.addFields(needStats, statsParsed)
@@ -483,7 +483,13 @@ private[deltareplay] class DistributedReplay(
             .frame(spark)
             .where(f)
             .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))
-        case _ => filtered(read("parquet", layout.readSchema, fs), layout.addType, filter)
+        case _ =>
+          filtered(
+            read("parquet", layout.readSchema, fs),
+            layout.addType,
+            filter,
+            layout.statsParsedInEveryAdd
+          )
       }
       (layout.hasStatsParsed, statsParsed) match {
         case (true, Some(target)) =>
@@ -513,9 +519,10 @@ private[deltareplay] class DistributedReplay(
   private def filtered(
       raw: DataFrame,
       addType: StructType,
-      filter: Option[CheckpointFilter]
+      filter: Option[CheckpointFilter],
+      parsedInEveryAdd: Boolean = false
   ): DataFrame =
-    filter.flatMap(_.column(addType)).fold(raw)(raw.where)
+    filter.flatMap(_.column(addType, parsedInEveryAdd)).fold(raw)(raw.where)
 
   private def normalize(
       raw: DataFrame,

@@ -92,7 +92,8 @@ private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter
     case _ => false
   }
   private val noAdd = new GenericInternalRow(offset) // read only: stands for an unused add row
-  private val reader = new StatsReader(leaves.toSeq.map { case (n, b) => n -> b.dataType }, entry)
+  private val reader =
+    new StatsReader(leaves.toSeq.map { case (n, b) => n -> b.dataType }, entry.timeZone)
 
   /** Whether the read may match the add (false only where the entry predicate is false). */
   def keeps(f: LiveFile): Boolean = !narrows || {
@@ -120,7 +121,7 @@ private[deltareplay] object TailFilter {
    * Reads the statistics at `paths` (names from the statistics' root; their types) out of a
    * statistics JSON into a row, one ordinal per path.
    */
-  final class StatsReader(paths: Seq[(Seq[String], DataType)], entry: FileEntry) {
+  final class StatsReader(paths: Seq[(Seq[String], DataType)], timeZone: String) {
     private final class Node {
       val children = mutable.HashMap.empty[String, Node]
       var leaf: Int = -1
@@ -140,13 +141,17 @@ private[deltareplay] object TailFilter {
     }
 
     private val factory: JsonFactory =
-      new JSONOptions(Map.empty[String, String], entry.timeZone, "").buildJsonFactory()
+      new JSONOptions(Map.empty[String, String], timeZone, "").buildJsonFactory()
 
     /** Fills `out`; false when unsure (the document does not parse, or a key differs in case). */
-    def read(json: String, out: InternalRow): Boolean = {
+    def read(json: String, out: InternalRow): Boolean =
+      read(json.getBytes(StandardCharsets.UTF_8), out)
+
+    /** [[read]] of a document's UTF-8 bytes. */
+    def read(json: Array[Byte], out: InternalRow): Boolean = {
       var p: JsonParser = null
       try {
-        p = factory.createParser(json.getBytes(StandardCharsets.UTF_8))
+        p = factory.createParser(json)
         p.nextToken() == START_OBJECT && readObject(p, root, out) && p.nextToken() == null
       } catch {
         case NonFatal(_) => false

@@ -3,11 +3,11 @@ package io.deltareplay.internal.scan
 import java.util.OptionalLong
 
 import io.deltareplay.internal.index.ReplayResult
-import io.deltareplay.internal.log.TableSnapshot
+import io.deltareplay.internal.log.{LogReader, TableSnapshot}
 import io.deltareplay.internal.planning.{PlanResult, ReadConf, ReadPolicy, ScanPlanning}
 import io.deltareplay.internal.read.{DeltaReaderFactory, FileMetadata}
 import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
-import io.deltareplay.internal.streaming.{DeltaReplayMicroBatchStream, StreamOptions}
+import io.deltareplay.internal.streaming.DeltaReplayMicroBatchStream
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.expressions.{
@@ -99,8 +99,15 @@ private[deltareplay] final case class DeltaReplayScan(
       snapshotMillis = snapshot.loadMillis,
       replayTasks = p.replay.tasks,
       planning = p.planned.planning,
-      index = p.replay.index
+      index = p.replay.index,
+      checkpointLayout = layout,
+      narrowedReason = p.narrowing
     )
+
+  /** What the version's log is made of (checkpoint kind and statistics, commits, checksum). */
+  private lazy val layout: String =
+    try new LogReader(spark, snapshot.segment, conf).layout()
+    catch { case scala.util.control.NonFatal(e) => s"unknown (${e.getClass.getSimpleName})" }
 
   // Spark resolves these against the scan relation's output, so only partition columns that
   // survived column pruning can be offered for runtime (DPP) filtering.

@@ -17,7 +17,9 @@ private[deltareplay] case class ScanMetrics(
     snapshotMillis: Long,
     replayTasks: Int,
     planning: String = "driver",
-    index: String = "none"
+    index: String = "none",
+    checkpointLayout: String = "",
+    narrowedReason: String = ""
 ) {
   def toJson: String = {
     import ScanMetrics.quote
@@ -26,7 +28,10 @@ private[deltareplay] case class ScanMetrics(
       s""""liveFiles":$liveFiles,"filesAfterPartitionPruning":$filesAfterPartitionPruning,""" +
       s""""filesAfterSkipping":$filesAfterSkipping,"replayMillis":$replayMillis,""" +
       s""""planMillis":$planMillis,"snapshotMillis":$snapshotMillis,"replayTasks":$replayTasks,""" +
-      s""""planning":${quote(planning)},"index":${quote(index)}}"""
+      s""""planning":${quote(planning)},"index":${quote(index)},""" +
+      s""""checkpointLayout":${quote(checkpointLayout)},"narrowedReason":${quote(
+          narrowedReason
+        )}}"""
   }
 
   /** What replay and skipping did, in words (EXPLAIN once the scan has planned). */
@@ -34,6 +39,7 @@ private[deltareplay] case class ScanMetrics(
     s"replay $replayMode: $logSegment, $actionsReplayed actions -> $liveFiles live files in " +
       s"$replayMillis ms" + (if (replayTasks > 0) s" ($replayTasks tasks)" else "") +
       s"; $index" +
+      (if (narrowedReason.isEmpty) "" else s" (not narrowed by the filters: $narrowedReason)") +
       s"; $filesAfterPartitionPruning after partition pruning, $filesAfterSkipping after " +
       s"skipping; planned on the $planning in $planMillis ms"
 

@@ -102,7 +102,7 @@ class TailFilterSuite extends AnyFunSuite with DeltaOracle {
   )
 
   test("statistics read from the JSON are Spark's values, or null") {
-    val reader = new TailFilter.StatsReader(leaves, entry)
+    val reader = new TailFilter.StatsReader(leaves, entry.timeZone)
     val toEntry = entry.projector()
     var read, sure = 0
     documents.foreach { json =>
@@ -144,6 +144,79 @@ class TailFilterSuite extends AnyFunSuite with DeltaOracle {
 
   private def filterOf(partition: Seq[Expression], skipping: Seq[Expression]): FileFilter =
     FileFilter(entry, PushedFilters(partition, skipping, Array.empty, Nil), skipping = true)
+
+  test("generated statistics: the checkpoint's JSON reader gives Spark's values, or null") {
+    // documents as writers leave them and worse: every type with its edge values, nulls, long
+    // (truncated) strings, escapes, non-BMP characters, huge numbers, missing sections and fields,
+    // keys of other case, and the same documents cut short (malformed: never read as values)
+    val r = new scala.util.Random(20261128L)
+    def value(t: DataType): String = r.nextInt(12) match {
+      case 0 => "null"
+      case 1 => "\"" + ("x" * 40) + "\\u00e9\\n\\\"" + "\"" // a long string with escapes
+      case 2 => "\"\ud83d\ude00z\"" // a non-BMP character, raw
+      case 3 => "123456789012345678901234567890" // huge
+      case 4 => "-0.0"
+      case 5 => "1e-400"
+      case 6 => "{\"a\":1}"
+      case _ =>
+        t match {
+          case ByteType | ShortType | IntegerType | LongType => (r.nextInt(2000) - 1000).toString
+          case FloatType | DoubleType => f"${r.nextDouble() * 1000 - 500}%.6f"
+          case BooleanType => r.nextBoolean().toString
+          case DateType => "\"2024-0" + (1 + r.nextInt(9)) + "-1" + r.nextInt(9) + "\""
+          case _ => "\"v" + r.nextInt(100) + "\""
+        }
+    }
+    def section(kind: String, fields: Seq[(Seq[String], DataType)]): String = {
+      val byTop = fields.groupBy(_._1.head).toSeq
+      byTop
+        .filter(_ => r.nextInt(6) > 0)
+        .map { case (top, fs) =>
+          val key = if (r.nextInt(30) == 0) top.toUpperCase else top
+          val body =
+            if (fs.head._1.size == 1) value(fs.head._2)
+            else fs.map(f => "\"" + f._1.last + "\":" + value(f._2)).mkString("{", ",", "}")
+          "\"" + key + "\":" + body
+        }
+        .mkString("\"" + kind + "\":{", ",", "}")
+    }
+    val byKind = leaves.groupBy(_._1.head)
+    val documents = Seq.fill(300) {
+      val parts = Seq(s"\"numRecords\":${r.nextInt(100)}") ++
+        byKind.toSeq.filter(_._1 != "numRecords").filter(_ => r.nextInt(5) > 0).map {
+          case (kind, fs) => section(kind, fs.map(f => f._1.tail -> f._2).filter(_._1.nonEmpty))
+        }
+      val doc = parts.mkString("{", ",", "}")
+      if (r.nextInt(8) == 0) doc.take(r.nextInt(doc.length)) else doc
+    }
+    val readable = leaves.filter { case (_, t) => TailFilter.readable(t) }
+    val json = StatsFromJson(
+      BoundReference(0, StringType, nullable = true),
+      readable.map(_._1),
+      readable.map(_._2),
+      "UTC"
+    )
+    val toEntry = entry.projector()
+    var values = 0
+    documents.foreach { doc =>
+      val spark = toEntry(add(doc)).getStruct(entry.Ord.Stats, entry.statsSchema.length)
+      val ours =
+        json
+          .eval(InternalRow(org.apache.spark.unsafe.types.UTF8String.fromString(doc)))
+          .asInstanceOf[InternalRow]
+      readable.zipWithIndex.foreach { case ((names, t), i) =>
+        if (!ours.isNullAt(i)) {
+          values += 1
+          val theirs = sparkValue(spark, names, t)
+          assert(
+            java.util.Objects.equals(ours.get(i, t), theirs),
+            s"${names.mkString(".")} of $doc: ours ${ours.get(i, t)}, Spark's $theirs"
+          )
+        }
+      }
+    }
+    assert(values > 1000, s"only $values values read") // it does read
+  }
 
   test("an add is dropped only where the entry predicate drops it") {
     val filters = Seq(

@@ -233,7 +233,7 @@ class DataSkippingSuite
     "skipping never drops a file holding a matching row; driver, Spark jobs, the column-wise " +
       "pass and the checkpoint filter agree"
   ) {
-    var checked, skipped, checkpointAgrees, vectorLeftOut, tailLeftOut = 0L
+    var checked, skipped, checkpointAgrees, vectorLeftOut, tailLeftOut, jsonDropped = 0L
     val millis = scala.collection.mutable.LinkedHashMap.empty[String, Long].withDefaultValue(0L)
     var mark = System.nanoTime()
     def phase(name: String): Unit = {
@@ -368,6 +368,26 @@ class DataSkippingSuite
         val inCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
           kept.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
         }
+        // a checkpoint with statistics as JSON only (as delta-rs writes it, or delta-spark with
+        // writeStatsAsStruct off): the filters read the statistics they compare from the JSON
+        val jsonOnly = raw
+          .where(col("add").isNotNull)
+          .withColumn(
+            "add",
+            col("add").dropFields(CheckpointLayout.StatsParsedField)
+          )
+        val jsonAddType = jsonOnly.schema("add").dataType.asInstanceOf[StructType]
+        val keptFromJson = jsonOnly
+          .select(col("add.path") +: filters.map { ff =>
+            coalesce(
+              CheckpointFilter(entry, ff).column(jsonAddType).getOrElse(lit(true)),
+              lit(false)
+            )
+          }: _*)
+          .collect()
+        val inJsonCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
+          keptFromJson.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
+        }
 
         phase("checkpoint filter")
         // and onto the adds of a commit tail (TailFilter), before their entries are built
@@ -398,6 +418,12 @@ class DataSkippingSuite
             )
             if (inCheckpoint(i).contains(f.path) == onDriver(f.path)(i)) checkpointAgrees += 1
             assert(
+              !onDriver(f.path)(i) || inJsonCheckpoint(i).contains(f.path),
+              s"$clue the checkpoint filter over JSON statistics dropped $name, which skipping " +
+                s"keeps (${f.stats})"
+            )
+            if (!inJsonCheckpoint(i).contains(f.path)) jsonDropped += 1
+            assert(
               !onDriver(f.path)(i) || onTail(i).contains(f.path),
               s"$clue the tail filter dropped $name, which skipping keeps (${f.stats})"
             )
@@ -422,6 +448,9 @@ class DataSkippingSuite
     info(s"the column-wise pass left out $vectorLeftOut of them before the row-wise predicate")
     // it does narrow (floats, decimals, booleans and IN lists are left to the row-wise predicate)
     assert(vectorLeftOut > skipped / 4, s"seed $seed: $vectorLeftOut of $skipped")
+    info(s"the checkpoint filter over JSON statistics dropped $jsonDropped of them")
+    // it narrows as the tail filter does (the same reader of the JSON)
+    assert(jsonDropped > skipped / 4, s"seed $seed: $jsonDropped of $skipped")
     info(s"the tail filter left out $tailLeftOut of them before their entries were built")
     // it narrows too (decimals, dates and timestamps are left to the entries)
     assert(tailLeftOut > skipped / 4, s"seed $seed: $tailLeftOut of $skipped")
