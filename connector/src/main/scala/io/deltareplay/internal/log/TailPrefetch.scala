@@ -19,7 +19,7 @@ import org.apache.spark.sql.deltareplay.SparkBridge
  * instead of parsing the same files again. On a cold driver the parse of a large tail can be done
  * before the replay starts, so a stream's first `latestOffset` waits less; a batch query gains
  * less, since on two cores its planning and the parse share the CPU with the JIT compilers
- * (docs/benchmarks.md keeps the figures).
+ * (figures: benchmarks/results/2026-11-26-skipvector.notes.md).
  *
  * Keyed by the session and the exact segment (table, checkpoint, and each commit file with its
  * length, time and ETag as listed): a replay of any other version, or of a table recreated at the
