@@ -10,10 +10,10 @@ import org.apache.parquet.io.{InputFile, ParquetFileRange, SeekableInputStream}
  * A Parquet input file whose streams serve small reads from a buffer filled `bufferSize` bytes at a
  * time. parquet-mr decodes a column's offset index with Thrift straight off the stream, a byte per
  * read call, and S3A's analytics stream answers each such call through its whole stack: on a new
- * executor that was most of the second pass of [[CheckpointSelect]] at 1M checkpoint rows (19 of
- * its 29 profile samples, 5 with the buffer). One buffered read serves the offset indexes of many
- * columns, which a writer puts side by side. Reads of at least `bufferSize` bytes (pages, the
- * footer of a big file) and vectored reads go to the file's own stream as they are.
+ * executor that was most of the second pass of [[CheckpointSelect]] over a large checkpoint. One
+ * buffered read serves the offset indexes of many columns, which a writer puts side by side. Reads
+ * of at least `bufferSize` bytes (pages, the footer of a big file) and vectored reads go to the
+ * file's own stream as they are.
  */
 private[deltareplay] final class BufferedInputFile(inner: InputFile, bufferSize: Int)
     extends InputFile {

@@ -371,7 +371,7 @@ private[deltareplay] class LogReader(
    * `read` applied to the footer of a Parquet log file; a failure names the file. The read options
    * come from this reader's Hadoop configuration: `ParquetFileReader.open(file)` alone builds a
    * fresh `Configuration`, which parses core-default.xml and core-site.xml off the classpath on
-   * every footer read (a tenth of a re-plan's driver time in a profile of small tables).
+   * every footer read, a cost a re-plan of a small table notices.
    */
   private def footer[T](file: FileStatus)(read: ParquetFileReader => T): T =
     try {

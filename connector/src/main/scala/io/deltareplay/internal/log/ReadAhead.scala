@@ -12,13 +12,13 @@ import org.apache.spark.sql.deltareplay.SparkBridge
  * out in their given order.
  *
  * The driver reads the commits after a checkpoint one after another (newest first for protocol and
- * metaData, oldest first for the tail's adds and removes). On a local disk a read takes well under
- * a millisecond; on an object store each is a GET of 15-30 ms before the next one starts, so the 11
- * commits of a table checkpointed every ten versions cost about 0.6 s of the snapshot load. Reading
- * up to [[MaxFiles]] of them at once (at most [[MaxBytes]] of listed length, at least one) overlaps
- * those round trips. A caller that stops early (protocol and metaData found) leaves the reads
- * already started to finish: their bytes land in [[CommitTexts]], where the replay of the same
- * query finds them.
+ * metaData, oldest first for the tail's adds and removes). On a local disk a read is cheap; on an
+ * object store each is a GET, a round trip that would otherwise wait for the one before it, so a
+ * snapshot load would pay one round trip per commit after the checkpoint. Reading up to
+ * [[MaxFiles]] of them at once (at most [[MaxBytes]] of listed length, at least one) overlaps those
+ * round trips (docs/object-stores.md, "What replay asks of the store"). A caller that stops early
+ * (protocol and metaData found) leaves the reads already started to finish: their bytes land in
+ * [[CommitTexts]], where the replay of the same query finds them.
  *
  * A failed read fails when its turn comes, with the error the read threw (it names the file), so a
  * caller sees the same error as when it read the files in turn.

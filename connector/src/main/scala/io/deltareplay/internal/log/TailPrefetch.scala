@@ -16,10 +16,10 @@ import org.apache.spark.sql.deltareplay.SparkBridge
  * on the driver (the map-side fast path of [[DistributedReplay]], and [[LocalReplay]]): parsing
  * them starts then, on a background thread, while Spark analyses and plans the query on the
  * driver's thread (or the stream starts) with the other core idle, and the replay takes the result
- * instead of parsing the same files again. Measured at 1M files with a tail of 40,000 actions (16
- * MB), cold driver: the parse takes about 0.8 s and is done before the replay starts; a stream's
- * first `latestOffset` drops by about 0.4 s; a batch query's total did not move beyond the noise
- * (on two cores its planning and the parse share the CPU with the JIT compilers).
+ * instead of parsing the same files again. On a cold driver the parse of a large tail can be done
+ * before the replay starts, so a stream's first `latestOffset` waits less; a batch query gains
+ * less, since on two cores its planning and the parse share the CPU with the JIT compilers
+ * (figures: benchmarks/results/2026-11-26-skipvector.notes.md).
  *
  * Keyed by the session and the exact segment (table, checkpoint, and each commit file with its
  * length, time and ETag as listed): a replay of any other version, or of a table recreated at the

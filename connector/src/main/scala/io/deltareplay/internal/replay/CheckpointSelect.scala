@@ -68,7 +68,7 @@ private[deltareplay] object CheckpointSelect {
 
   /**
    * Rows a task's condition or projection is interpreted for before it is compiled: a selective
-   * filter leaves a handful, and compiling costs more than they do (100-200 ms in a new JVM).
+   * filter leaves a handful, and in a new JVM compiling costs more than they do.
    */
   val InterpretedRows = 4096L
 
@@ -396,11 +396,11 @@ private[deltareplay] object CheckpointSelect {
   }
 
   /**
-   * `filter` over `output` without Spark's analysis, which costs a first read on a new driver
-   * 0.1-0.2 s: [[CheckpointFilter]] names checkpoint fields by their exact paths and builds
-   * everything else resolved and typed (casts with their time zone), so resolving is looking the
-   * paths up. None when that does not hold (a path that is not exactly one field, anything left
-   * unresolved): the analyzer resolves it then.
+   * `filter` over `output` without Spark's analysis, a noticeable part of a first read on a new
+   * driver: [[CheckpointFilter]] names checkpoint fields by their exact paths and builds everything
+   * else resolved and typed (casts with their time zone), so resolving is looking the paths up.
+   * None when that does not hold (a path that is not exactly one field, anything left unresolved):
+   * the analyzer resolves it then.
    */
   private[internal] def resolvedByName(
       filter: Expression,

@@ -70,8 +70,9 @@ object SparkBridge {
    * `rdd.mapPartitions(f)` without Spark's closure cleaning, as Spark's SQL operators map their
    * partitions: for a function that captures no enclosing instance (one defined in an object, or a
    * lambda over local values), cleaning only reads the bytecode of the class that defines it with
-   * ASM and serializes the function once more (0.09-0.12 s for the checkpoint task's function in a
-   * new driver). The task's serialization still fails on anything that cannot be serialized.
+   * ASM and serializes the function once more, a cost the checkpoint task's function would add to a
+   * first read on a new driver. The task's serialization still fails on anything that cannot be
+   * serialized.
    */
   def mapPartitionsUncleaned[T, U: scala.reflect.ClassTag](
       rdd: org.apache.spark.rdd.RDD[T]
