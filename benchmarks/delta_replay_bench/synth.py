@@ -16,7 +16,9 @@ the ``v2Checkpoint`` feature; statistics as JSON only under the table property
 ``delta.checkpoint.writeStatsAsStruct=false``), by delta-rs (``create_checkpoint``), or no
 checkpoint at all; the version checksum file or none; more columns (``c002``, ``c003``, ...,
 a long, a double and a string in turn) with statistics on the first ``indexed_columns``
-(``delta.dataSkippingNumIndexedCols``), as delta-spark collects them.
+(``delta.dataSkippingNumIndexedCols``), as delta-spark collects them; their data files are the
+seed's files with those columns added (pyarrow, rows in the same order, so the seed's deletion
+vectors delete the same rows).
 
 Data files (``data=True``) are hard links to a few small real Parquet files that
 delta-spark writes once (a "seed" table, ``ROWS_PER_FILE`` rows each, negative
@@ -273,15 +275,6 @@ def _extra_value(kind: str, k: int, row_id: int) -> Any:
     return f"s{row_id + k:012d}"  # fixed width: string order is number order
 
 
-def _extra_sql(kind: str, k: int) -> str:
-    """:func:`_extra_value` as a Spark SQL expression over ``id``."""
-    if kind == "long":
-        return f"id + {k}"
-    if kind == "double":
-        return f"CAST(id + {k} AS DOUBLE) / 2"
-    return f"concat('s', lpad(cast(id + {k} AS string), 12, '0'))"
-
-
 def _stats(index: int, files: _Files) -> str:
     low = index * ROWS_PER_FILE
     high = low + ROWS_PER_FILE - 1
@@ -465,28 +458,21 @@ def _replay_small_log(log: Path) -> dict[str, dict[str, Any]]:
     return live
 
 
-def _seed(
-    spark: SparkSession, where: Path, sources: int, spec: SynthSpec | None = None
-) -> list[dict[str, Any]]:
-    """Writes (once) a delta-spark table of ``sources`` files with one DV-deleted row each,
-    with the data columns of ``spec`` (id and value when None)."""
+def _seed(spark: SparkSession, where: Path, sources: int) -> list[dict[str, Any]]:
+    """Writes (once) a delta-spark table of ``sources`` files with one DV-deleted row each."""
     done = where / "_seed_done.json"
     if done.exists():
         return list(json.loads(done.read_text()))
     if where.exists():
         shutil.rmtree(where)
     rows = sources * ROWS_PER_FILE
-    columns = _columns(spec) if spec is not None else _columns(SynthSpec(files=1))
-    sql_types = {"long": "BIGINT", "double": "DOUBLE", "string": "STRING"}
-    ddl = ", ".join(f"{name} {sql_types[kind]}" for name, kind in columns)
     spark.sql(
-        f"CREATE TABLE delta.`{where}` ({ddl}) USING delta "
+        f"CREATE TABLE delta.`{where}` (id BIGINT, value STRING) USING delta "
         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
     )
-    extra = [f"{_extra_sql(kind, k)} AS {name}" for k, (name, kind) in enumerate(columns) if k >= 2]
     spark.range(0, rows, 1, sources).selectExpr(
         "-(id + 1) AS id", "concat('s', cast(id AS string)) AS value"
-    ).selectExpr("id", "value", *extra).write.format("delta").mode("append").save(str(where))
+    ).write.format("delta").mode("append").save(str(where))
     # one row per file (its last id, a multiple of ROWS_PER_FILE) goes through a DV
     spark.sql(f"DELETE FROM delta.`{where}` WHERE id % {ROWS_PER_FILE} = 0")
     live = _replay_small_log(where / "_delta_log")
@@ -500,6 +486,36 @@ def _seed(
     ]
     if len(found) != sources:
         raise RuntimeError(f"seed table {where}: expected {sources} files, found {len(found)}")
+    done.write_text(json.dumps(found))
+    return found
+
+
+def _wide_seed(base: list[dict[str, Any]], where: Path, spec: SynthSpec) -> list[dict[str, Any]]:
+    """The seed files of a table with more columns (once): each of ``base``'s files with the
+    columns after ``value`` added, rows in the same order, so its deletion vector (and its
+    file, linked here) deletes the same row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    done = where / "_seed_done.json"
+    if done.exists():
+        return list(json.loads(done.read_text()))
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    arrow = {"long": pa.int64(), "double": pa.float64(), "string": pa.string()}
+    found = []
+    for n, source in enumerate(base):
+        data = pq.read_table(source["path"])
+        ids = data.column("id").to_pylist()
+        for k, (name, kind) in enumerate(_columns(spec)):
+            if k >= 2:
+                column = pa.array([_extra_value(kind, k, i) for i in ids], arrow[kind])
+                data = data.append_column(name, column)
+        target = where / f"part-{n:05d}-wide.snappy.parquet"
+        pq.write_table(data, target, compression="snappy")
+        found.append({**source, "path": str(target), "size": target.stat().st_size})
+    _link_dv_files(Path(base[0]["path"]).parent, where)
     done.write_text(json.dumps(found))
     return found
 
@@ -580,8 +596,9 @@ def generate(
     probe: int | None = None
     if spec.data:
         count = max(1, math.ceil(total_indices / LINKS_PER_SOURCE))
-        wide = f"w{spec.columns}-" if spec.columns != 2 else ""
-        sources = _seed(spark, root / f"seed-{wide}{count}", count, spec)
+        sources = _seed(spark, root / f"seed-{count}", count)
+        if spec.columns != 2:
+            sources = _wide_seed(sources, root / f"seed-w{spec.columns}-{count}", spec)
         probe = spec.appended - 1
         say(f"seed of {count} Parquet files ready")
     files = _Files(spec, sources, probe)
