@@ -9,6 +9,17 @@ checkpoint as tombstones), then a checkpoint written by delta-spark itself
 that remove a share of the files and re-add the same paths (as OPTIMIZE leaves).
 Optional: a partition column ``part`` and deletion vectors.
 
+The layout parameters (``bench replay --layouts``, :mod:`.replay.layouts`) change how the log's
+writers leave it, each the way that writer writes it: the checkpoint written by delta-spark
+(classic, single or multi-part, or V2 with sidecars under ``delta.checkpointPolicy=v2`` and
+the ``v2Checkpoint`` feature; statistics as JSON only under the table property
+``delta.checkpoint.writeStatsAsStruct=false``), by delta-rs (``create_checkpoint``), or no
+checkpoint at all; the version checksum file or none; more columns (``c002``, ``c003``, ...,
+a long, a double and a string in turn) with statistics on the first ``indexed_columns``
+(``delta.dataSkippingNumIndexedCols``), as delta-spark collects them; their data files are the
+seed's files with those columns added (pyarrow, rows in the same order, so the seed's deletion
+vectors delete the same rows).
+
 Data files (``data=True``) are hard links to a few small real Parquet files that
 delta-spark writes once (a "seed" table, ``ROWS_PER_FILE`` rows each, negative
 ids outside every file's stats range, one row deleted through a deletion vector
@@ -31,6 +42,7 @@ import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +55,10 @@ ROWS_PER_FILE = 1000
 LINKS_PER_SOURCE = 60_000
 _DONE = "_synth_done.json"
 _EPOCH_MS = 1_700_000_000_000
+CHECKPOINT_WRITERS = ("delta-spark", "delta-rs", "none")
+CHECKPOINT_POLICIES = ("classic", "v2")
+#: delta-spark's default of ``delta.dataSkippingNumIndexedCols``
+DEFAULT_INDEXED_COLUMNS = 32
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,13 @@ class SynthSpec:
     partitions: int = 0
     dv_share: float = 0.0
     data: bool = False
+    # the layout: who writes the checkpoint (delta-spark, delta-rs, none) and how
+    checkpoint_writer: str = "delta-spark"
+    checkpoint_policy: str = "classic"  # v2: a V2 checkpoint, checkpoint_parts sidecars
+    stats_as_struct: bool = True  # False: delta.checkpoint.writeStatsAsStruct=false
+    checksum: bool = True  # the last version's checksum file (.crc)
+    columns: int = 2  # data columns: id, value, then c002, c003, ...
+    indexed_columns: int = 0  # delta.dataSkippingNumIndexedCols (0: unset, delta-spark's 32)
 
     def key(self) -> str:
         base = (
@@ -73,6 +96,18 @@ class SynthSpec:
             extra += f"-dv{self.dv_share:g}"
         if self.data:
             extra += "-data"
+        if self.checkpoint_writer != "delta-spark":
+            extra += f"-ck{self.checkpoint_writer}"
+        if self.checkpoint_policy != "classic":
+            extra += f"-ck{self.checkpoint_policy}"
+        if not self.stats_as_struct:
+            extra += "-jsonstats"
+        if not self.checksum:
+            extra += "-nocrc"
+        if self.columns != 2:
+            extra += f"-w{self.columns}"
+        if self.indexed_columns:
+            extra += f"-i{self.indexed_columns}"
         return base + extra
 
     def validate(self) -> None:
@@ -88,6 +123,30 @@ class SynthSpec:
             raise ValueError("tail_commits and partitions must be >= 0 and checkpoint_parts >= 1")
         if self.dv_share and not self.data:
             raise ValueError("dv_share needs data=True (deletion vectors come from real files)")
+        if self.checkpoint_writer not in CHECKPOINT_WRITERS:
+            raise ValueError(
+                f"checkpoint_writer must be one of {', '.join(CHECKPOINT_WRITERS)}, "
+                f"got {self.checkpoint_writer!r}"
+            )
+        if self.checkpoint_policy not in CHECKPOINT_POLICIES:
+            raise ValueError(
+                f"checkpoint_policy must be one of {', '.join(CHECKPOINT_POLICIES)}, "
+                f"got {self.checkpoint_policy!r}"
+            )
+        if self.checkpoint_writer != "delta-spark" and (
+            self.checkpoint_parts > 1 or self.checkpoint_policy != "classic"
+        ):
+            raise ValueError(
+                "checkpoint_parts > 1 and checkpoint_policy='v2' need checkpoint_writer="
+                f"'delta-spark' (got {self.checkpoint_writer!r})"
+            )
+        if self.columns < 2:
+            raise ValueError(f"columns must be >= 2 (id and value), got {self.columns}")
+        if not 0 <= self.indexed_columns <= self.columns:
+            raise ValueError(
+                f"indexed_columns must be in [0, columns={self.columns}], "
+                f"got {self.indexed_columns}"
+            )
 
     # -- the shape of the log, derived from the parameters
 
@@ -104,6 +163,46 @@ class SynthSpec:
     def appended(self) -> int:
         """Files added by the append commits (live files + compacted - compaction outputs)."""
         return self.files + self.compacted - self.compacted_into
+
+    @property
+    def stats_columns(self) -> int:
+        """Leading data columns with statistics in each add (delta-spark's rule)."""
+        return min(self.columns, self.indexed_columns or DEFAULT_INDEXED_COLUMNS)
+
+    @property
+    def tail_versions(self) -> int:
+        """Commits after the checkpoint: one per tail commit, and the one re-adding the last
+        slice."""
+        return self.tail_commits + 1 if self.tail_commits else 0
+
+
+def spec_args(spec: SynthSpec) -> list[str]:
+    """The command line of :func:`main` that generates ``spec`` (in a process of its own)."""
+    args = [
+        f"--files={spec.files}",
+        f"--files-per-commit={spec.files_per_commit}",
+        f"--tail-commits={spec.tail_commits}",
+        f"--tail-share={spec.tail_share}",
+        f"--checkpoint-parts={spec.checkpoint_parts}",
+        f"--compact-share={spec.compact_share}",
+        f"--partitions={spec.partitions}",
+        f"--dv-share={spec.dv_share}",
+    ]
+    if spec.data:
+        args.append("--data")
+    if spec.checkpoint_writer != "delta-spark":
+        args.append(f"--checkpoint-writer={spec.checkpoint_writer}")
+    if spec.checkpoint_policy != "classic":
+        args.append(f"--checkpoint-policy={spec.checkpoint_policy}")
+    if not spec.stats_as_struct:
+        args.append("--json-stats")
+    if not spec.checksum:
+        args.append("--no-checksum")
+    if spec.columns != 2:
+        args.append(f"--columns={spec.columns}")
+    if spec.indexed_columns:
+        args.append(f"--indexed-columns={spec.indexed_columns}")
+    return args
 
 
 def _file_path(index: int, spec: SynthSpec) -> str:
@@ -127,7 +226,13 @@ class _Files:
         self.sources = sources
         self.probe = probe
         self.probe_size = 0
-        self.dv_every = round(1 / spec.dv_share) if spec.dv_share else 0
+        # a deletion vector on the files where floor(index * share) steps up: index % n == 0
+        # for a share of 1/n, and exactly the share (30% for 0.3) otherwise
+        share = Fraction(spec.dv_share).limit_denominator(1000)
+        self.dv_num, self.dv_den = share.numerator, share.denominator
+        self.stats_extra = [
+            (name, kind, k) for k, (name, kind) in enumerate(_columns(spec)) if k >= 2
+        ][: max(0, spec.stats_columns - 2)]
 
     def source(self, index: int) -> dict[str, Any] | None:
         if not self.sources:
@@ -140,21 +245,49 @@ class _Files:
         source = self.source(index)
         return int(source["size"]) if source else 8192 + index % 4096
 
+    def has_dv(self, index: int) -> bool:
+        if not self.dv_num or index == self.probe:
+            return False
+        return (index * self.dv_num) // self.dv_den != ((index - 1) * self.dv_num) // self.dv_den
+
     def dv(self, index: int) -> dict[str, Any] | None:
-        if not self.dv_every or index == self.probe or index % self.dv_every:
+        if not self.has_dv(index):
             return None
         source = self.source(index)
         return source.get("deletionVector") if source else None
 
 
+def _columns(spec: SynthSpec) -> list[tuple[str, str]]:
+    """The data columns (name, Delta type): id, value, then c002, c003, ... (a long, a double and
+    a string in turn)."""
+    found = [("id", "long"), ("value", "string")]
+    for k in range(2, spec.columns):
+        found.append((f"c{k:03d}", ("long", "double", "string")[k % 3]))
+    return found
+
+
+def _extra_value(kind: str, k: int, row_id: int) -> Any:
+    """Column ``k``'s value in the row of ``row_id`` (the probe's data and the statistics)."""
+    if kind == "long":
+        return row_id + k
+    if kind == "double":
+        return (row_id + k) / 2
+    return f"s{row_id + k:012d}"  # fixed width: string order is number order
+
+
 def _stats(index: int, files: _Files) -> str:
     low = index * ROWS_PER_FILE
+    high = low + ROWS_PER_FILE - 1
     stats: dict[str, Any] = {
         "numRecords": ROWS_PER_FILE,
         "minValues": {"id": low, "value": f"v{low}"},
-        "maxValues": {"id": low + ROWS_PER_FILE - 1, "value": f"v{low + ROWS_PER_FILE - 1}"},
+        "maxValues": {"id": high, "value": f"v{high}"},
         "nullCount": {"id": 0, "value": 0},
     }
+    for name, kind, k in files.stats_extra:
+        stats["minValues"][name] = _extra_value(kind, k, low)
+        stats["maxValues"][name] = _extra_value(kind, k, high)
+        stats["nullCount"][name] = 0
     if files.dv(index) is not None:
         stats["tightBounds"] = False
     return json.dumps(stats, separators=(",", ":"))
@@ -217,8 +350,8 @@ def _write_commit(log: Path, version: int, actions: list[dict[str, Any]]) -> Non
 
 def _schema(spec: SynthSpec) -> dict[str, Any]:
     fields = [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "value", "type": "string", "nullable": True, "metadata": {}},
+        {"name": name, "type": kind, "nullable": True, "metadata": {}}
+        for name, kind in _columns(spec)
     ]
     if spec.partitions:
         fields.append({"name": "part", "type": "string", "nullable": True, "metadata": {}})
@@ -243,16 +376,25 @@ def _tail_commits(spec: SynthSpec, candidates: list[int]) -> list[tuple[str, lis
 def _protocol_and_metadata(spec: SynthSpec) -> list[dict[str, Any]]:
     # the log's timestamps are old: keep delta-spark from expiring them
     configuration = {"delta.enableExpiredLogCleanup": "false"}
+    features = []
     if spec.dv_share:
         configuration["delta.enableDeletionVectors"] = "true"
-        protocol: dict[str, Any] = {
+        features.append("deletionVectors")
+    if spec.checkpoint_policy == "v2":
+        configuration["delta.checkpointPolicy"] = "v2"
+        features.append("v2Checkpoint")
+    if not spec.stats_as_struct:
+        configuration["delta.checkpoint.writeStatsAsStruct"] = "false"
+    if spec.indexed_columns:
+        configuration["delta.dataSkippingNumIndexedCols"] = str(spec.indexed_columns)
+    protocol: dict[str, Any] = {"minReaderVersion": 1, "minWriterVersion": 2}
+    if features:
+        protocol = {
             "minReaderVersion": 3,
             "minWriterVersion": 7,
-            "readerFeatures": ["deletionVectors"],
-            "writerFeatures": ["deletionVectors"],
+            "readerFeatures": features,
+            "writerFeatures": list(features),
         }
-    else:
-        protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
     metadata = {
         "id": f"00000000-0000-0000-0000-{spec.files:012d}",
         "format": {"provider": "parquet", "options": {}},
@@ -265,7 +407,12 @@ def _protocol_and_metadata(spec: SynthSpec) -> list[dict[str, Any]]:
 
 
 def _checkpoint(spark: SparkSession, path: str, parts: int, actions: int) -> None:
-    """Have delta-spark write the checkpoint of the table's latest version."""
+    """Have delta-spark write the checkpoint of the table's latest version.
+
+    ``parts`` > 1: a classic checkpoint in that many parts or, under the table's
+    ``delta.checkpointPolicy=v2``, a V2 checkpoint with that many sidecars (delta-spark sizes
+    both by ``spark.databricks.delta.checkpoint.partSize``).
+    """
     from delta_replay.jvm import jsession
     from delta_replay.jvm import jvm as jvm_of
 
@@ -286,6 +433,14 @@ def _checkpoint(spark: SparkSession, path: str, parts: int, actions: int) -> Non
                 conf.unset(key)
             else:
                 conf.set(key, previous)
+
+
+def _deltars_checkpoint(path: str) -> None:
+    """Have delta-rs write the checkpoint of the table's latest version (as it writes it:
+    statistics as JSON text, its own choice of what it keeps)."""
+    from deltalake import DeltaTable
+
+    DeltaTable(path).create_checkpoint()
 
 
 def _replay_small_log(log: Path) -> dict[str, dict[str, Any]]:
@@ -335,15 +490,48 @@ def _seed(spark: SparkSession, where: Path, sources: int) -> list[dict[str, Any]
     return found
 
 
-def _write_probe(target: Path, index: int) -> int:
+def _wide_seed(base: list[dict[str, Any]], where: Path, spec: SynthSpec) -> list[dict[str, Any]]:
+    """The seed files of a table with more columns (once): each of ``base``'s files with the
+    columns after ``value`` added, rows in the same order, so its deletion vector (and its
+    file, linked here) deletes the same row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    done = where / "_seed_done.json"
+    if done.exists():
+        return list(json.loads(done.read_text()))
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    arrow = {"long": pa.int64(), "double": pa.float64(), "string": pa.string()}
+    found = []
+    for n, source in enumerate(base):
+        data = pq.read_table(source["path"])
+        ids = data.column("id").to_pylist()
+        for k, (name, kind) in enumerate(_columns(spec)):
+            if k >= 2:
+                column = pa.array([_extra_value(kind, k, i) for i in ids], arrow[kind])
+                data = data.append_column(name, column)
+        target = where / f"part-{n:05d}-wide.snappy.parquet"
+        pq.write_table(data, target, compression="snappy")
+        found.append({**source, "path": str(target), "size": target.stat().st_size})
+    _link_dv_files(Path(base[0]["path"]).parent, where)
+    done.write_text(json.dumps(found))
+    return found
+
+
+def _write_probe(target: Path, index: int, spec: SynthSpec) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     low = index * ROWS_PER_FILE
     ids = list(range(low, low + ROWS_PER_FILE))
-    table = pa.table(
-        {"id": pa.array(ids, pa.int64()), "value": pa.array([f"v{i}" for i in ids], pa.string())}
-    )
+    arrow = {"long": pa.int64(), "double": pa.float64(), "string": pa.string()}
+    data = {"id": pa.array(ids, pa.int64()), "value": pa.array([f"v{i}" for i in ids], pa.string())}
+    for k, (name, kind) in enumerate(_columns(spec)):
+        if k >= 2:
+            data[name] = pa.array([_extra_value(kind, k, i) for i in ids], arrow[kind])
+    table = pa.table(data)
     target.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, target)
     return target.stat().st_size
@@ -392,7 +580,9 @@ def generate(
         if progress:
             print(f"[synth] {spec.key()}: {text}", flush=True)
 
-    if (table / _DONE).exists() and (table / "_delta_log" / _crc(table_version(table))).exists():
+    if (table / _DONE).exists() and (
+        not spec.checksum or (table / "_delta_log" / _crc(table_version(table))).exists()
+    ):
         repair(table)
         say(f"reusing {table}")
         return table
@@ -407,11 +597,13 @@ def generate(
     if spec.data:
         count = max(1, math.ceil(total_indices / LINKS_PER_SOURCE))
         sources = _seed(spark, root / f"seed-{count}", count)
+        if spec.columns != 2:
+            sources = _wide_seed(sources, root / f"seed-w{spec.columns}-{count}", spec)
         probe = spec.appended - 1
         say(f"seed of {count} Parquet files ready")
     files = _Files(spec, sources, probe)
     if probe is not None:
-        files.probe_size = _write_probe(table / _file_path(probe, spec), probe)
+        files.probe_size = _write_probe(table / _file_path(probe, spec), probe, spec)
 
     _write_commit(log, 0, [_commit_info(0, "CREATE TABLE"), *_protocol_and_metadata(spec)])
     version = 0
@@ -433,11 +625,18 @@ def generate(
         actions.extend(_add(i, version, files) for i in outputs)
         _write_commit(log, version, actions)
         removed.update(compacted)
-    checkpoint_started = time.monotonic()
+    commits_written = time.monotonic()
     actions_at_checkpoint = spec.appended + spec.compacted_into + 2
-    _checkpoint(spark, str(table), spec.checkpoint_parts, actions_at_checkpoint)
-    say(f"checkpoint at v{version} in {time.monotonic() - checkpoint_started:.1f}s")
-    checkpoint_version = version
+    checkpoint_version: int | None = None
+    if spec.checkpoint_writer == "delta-spark":
+        _checkpoint(spark, str(table), spec.checkpoint_parts, actions_at_checkpoint)
+        checkpoint_version = version
+    elif spec.checkpoint_writer == "delta-rs":
+        _deltars_checkpoint(str(table))
+        checkpoint_version = version
+    checkpoint_s = time.monotonic() - commits_written
+    if checkpoint_version is not None:
+        say(f"{spec.checkpoint_writer} checkpoint at v{version} in {checkpoint_s:.1f}s")
     # The tail: commit k removes slice k of the live files and re-adds slice k - 1 (the
     # paths removed one commit earlier); one last commit re-adds the last slice. A path is
     # never removed and added in the same commit (the protocol allows one action per key).
@@ -448,12 +647,16 @@ def generate(
         actions.extend(_remove(i, version, files) for i in gone)
         actions.extend(_add(i, version, files) for i in back)
         _write_commit(log, version, actions)
-    # a version checksum, as delta-spark writes after each commit (readers may take the protocol
-    # and metadata from it); the last version's, the one a reader of the table meets
-    pm = _protocol_and_metadata(spec)
-    crc = {"tableSizeBytes": sum(files.size(i) for i in candidates), "numFiles": len(candidates)}
-    crc |= {"numMetadata": 1, "numProtocol": 1, **pm[0], "metadata": pm[1]["metaData"]}
-    (log / _crc(version)).write_text(json.dumps(crc, separators=(",", ":")))
+    if spec.checksum:
+        # a version checksum, as delta-spark writes after each commit (readers may take the
+        # protocol and metadata from it); the last version's, the one a reader of the table meets
+        pm = _protocol_and_metadata(spec)
+        crc = {
+            "tableSizeBytes": sum(files.size(i) for i in candidates),
+            "numFiles": len(candidates),
+        }
+        crc |= {"numMetadata": 1, "numProtocol": 1, **pm[0], "metadata": pm[1]["metaData"]}
+        (log / _crc(version)).write_text(json.dumps(crc, separators=(",", ":")))
     if spec.data:
         _link_data(table, candidates, files, say)
     dim = None
@@ -463,10 +666,19 @@ def generate(
     dv_files = [i for i in candidates if files.dv(i) is not None]
     if dv_files:
         _link_dv_files(Path(sources[0]["path"]).parent, table)
+    partition_probe = partition_rows = None
+    if probe is not None and spec.partitions:
+        # the partition filter's answer: the probe's partition value, the rows it holds
+        partition_probe = _part(probe, spec)
+        same = [i for i in candidates if i % spec.partitions == probe % spec.partitions]
+        partition_rows = len(same) * ROWS_PER_FILE - sum(files.dv(i) is not None for i in same)
     info = {
         "spec": asdict(spec),
         "version": version,
         "checkpoint_version": checkpoint_version,
+        "commits_after_checkpoint": (
+            version - checkpoint_version if checkpoint_version is not None else None
+        ),
         "files": spec.files,
         "synthetic": True,
         "data": spec.data,
@@ -475,7 +687,10 @@ def generate(
         "expected_rows": spec.files * ROWS_PER_FILE - len(dv_files) if spec.data else None,
         "dv_files": len(dv_files),
         "dim": str(dim) if dim else None,
-        "log_bytes": sum(f.stat().st_size for f in log.iterdir()),
+        "partition_probe": partition_probe,
+        "partition_probe_rows": partition_rows,
+        "log_bytes": sum(f.stat().st_size for f in log.rglob("*") if f.is_file()),
+        "checkpoint_s": checkpoint_s,
         "seconds": time.monotonic() - started,
     }
     (table / _DONE).write_text(json.dumps(info))
@@ -566,6 +781,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=0)
     parser.add_argument("--dv-share", type=float, default=0.0)
     parser.add_argument("--data", action="store_true", help="hard-link data files (queries run)")
+    parser.add_argument("--checkpoint-writer", choices=CHECKPOINT_WRITERS, default="delta-spark")
+    parser.add_argument("--checkpoint-policy", choices=CHECKPOINT_POLICIES, default="classic")
+    parser.add_argument(
+        "--json-stats", action="store_true", help="delta.checkpoint.writeStatsAsStruct=false"
+    )
+    parser.add_argument("--no-checksum", action="store_true", help="no version checksum file")
+    parser.add_argument("--columns", type=int, default=2, help="data columns (id, value, c002...)")
+    parser.add_argument(
+        "--indexed-columns", type=int, default=0, help="delta.dataSkippingNumIndexedCols (0: unset)"
+    )
     parser.add_argument("--real", action="store_true", help="a table written by delta-spark")
     parser.add_argument("--driver-memory", default="4g")
     args = parser.parse_args(argv)
@@ -588,6 +813,12 @@ def main(argv: list[str] | None = None) -> int:
                 partitions=args.partitions,
                 dv_share=args.dv_share,
                 data=args.data,
+                checkpoint_writer=args.checkpoint_writer,
+                checkpoint_policy=args.checkpoint_policy,
+                stats_as_struct=not args.json_stats,
+                checksum=not args.no_checksum,
+                columns=args.columns,
+                indexed_columns=args.indexed_columns,
             )
             table = generate(spark, spec, args.root)
     finally:

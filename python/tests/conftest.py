@@ -60,6 +60,16 @@ def spark_conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def synth_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of the log-replay benchmark's synthetic tables for the session: the modules that
+    generate them share its seed tables (written once by delta-spark). Marked as a directory
+    ``bench replay --tables`` may use."""
+    from delta_replay.cli_support import claim_work_dir
+
+    return claim_work_dir(tmp_path_factory.mktemp("synth"), "--tables")
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = local_session("delta-replay-pytest", conf=TEST_CONF, extra_packages=[KAFKA_SQL_MAVEN])
     yield session

@@ -37,8 +37,8 @@ SPEC = SynthSpec(
 
 
 @pytest.fixture(scope="module")
-def synth_table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return generate(spark, SPEC, tmp_path_factory.mktemp("synth"), progress=False)
+def synth_table(spark: SparkSession, synth_root: Path) -> Path:
+    return generate(spark, SPEC, synth_root, progress=False)
 
 
 def _commits(table: Path) -> dict[int, list[dict]]:

@@ -29,7 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from delta_replay.cli_support import claim_work_dir
 
+from ..synth import spec_args
 from . import store as s3
+from .layouts import DEFAULT as DEFAULT_LAYOUT
+from .layouts import help_text as layouts_help
+from .layouts import layout as layout_of
+from .layouts import parse_layouts
+from .layouts import query as layout_query
+from .layouts import query_rows as layout_query_rows
 from .processes import generate_table, run_job
 from .readers import READERS, STREAM_READERS
 from .report import heap_figure
@@ -80,6 +87,8 @@ class ReplayConfig:
     local_cluster: str
     store: str | None = None
     store_latency: str = s3.CLOUD_LATENCY
+    layouts: tuple[str, ...] = (DEFAULT_LAYOUT,)
+    layouts_given: bool = False  # --layouts was given: the report has a section per layout
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReplayConfig:
@@ -121,28 +130,16 @@ class ReplayConfig:
             local_cluster="" if args.store else args.local_cluster,
             store=args.store,
             store_latency=s3.CLOUD_LATENCY if args.store_latency == "cloud" else args.store_latency,
+            layouts=(DEFAULT_LAYOUT,) if args.layouts is None else parse_layouts(args.layouts),
+            layouts_given=args.layouts is not None,
         )
 
 
-def _synth_args(files: int, args: ReplayConfig) -> list[str]:
-    per_commit = min(5000, max(100, files // 50))
-    return [
-        f"--files={files}",
-        f"--files-per-commit={per_commit}",
-        f"--tail-commits={args.tail_commits}",
-        f"--tail-share={args.tail_share}",
-        f"--checkpoint-parts={args.checkpoint_parts}",
-        f"--compact-share={args.compact_share}",
-        f"--partitions={args.partitions}",
-        f"--dv-share={args.dv_share}",
-        "--data",
-    ]
-
-
-def _spec(files: int, args: ReplayConfig) -> Any:
+def _spec(files: int, args: ReplayConfig, layout: str = DEFAULT_LAYOUT) -> Any:
+    """The synthetic table of ``files`` live files in ``layout`` (today's table: default)."""
     from ..synth import SynthSpec
 
-    return SynthSpec(
+    base = SynthSpec(
         files=files,
         files_per_commit=min(5000, max(100, files // 50)),
         tail_commits=args.tail_commits,
@@ -153,10 +150,35 @@ def _spec(files: int, args: ReplayConfig) -> Any:
         dv_share=args.dv_share,
         data=True,
     )
+    return layout_of(layout).spec(base)
+
+
+def layout_tables(args: ReplayConfig, sizes: list[int]) -> list[tuple[str, Any]]:
+    """(layout, spec) of every synthetic table of the run: each layout at its (capped) sizes."""
+    return [
+        (name, _spec(n, args, name)) for name in args.layouts for n in layout_of(name).sizes(sizes)
+    ]
+
+
+def _with_layout(manifest: dict[str, Any], name: str) -> dict[str, Any]:
+    """A synthetic table's manifest with its layout, query and the query's expected rows."""
+    return {
+        **manifest,
+        "layout": name,
+        "query": layout_query(name, manifest),
+        "query_rows": layout_query_rows(name, manifest),
+    }
 
 
 def _label(manifest: dict[str, Any]) -> str:
     return "synthetic" if manifest.get("synthetic") else "real"
+
+
+def _describe(manifest: dict[str, Any]) -> str:
+    text = f"{_label(manifest)} {int(manifest['files']):,} files"
+    if manifest.get("synthetic") and manifest.get("layout", DEFAULT_LAYOUT) != DEFAULT_LAYOUT:
+        text += f", layout {manifest['layout']}"
+    return text
 
 
 def _summary(row: dict[str, Any]) -> str:
@@ -187,7 +209,7 @@ def _summary(row: dict[str, Any]) -> str:
 
 
 def _row(manifest: dict[str, Any], reader: str, kind: str, master: str, result: dict) -> dict:
-    return {
+    row = {
         "table": _label(manifest),
         "files": int(manifest["files"]),
         "log_bytes": manifest.get("log_bytes"),
@@ -196,6 +218,15 @@ def _row(manifest: dict[str, Any], reader: str, kind: str, master: str, result: 
         "master": master,
         **result,
     }
+    if manifest.get("synthetic"):
+        row["layout"] = manifest.get("layout", DEFAULT_LAYOUT)
+        if manifest.get("query"):
+            row["query"] = manifest["query"]
+            row["query_rows"] = manifest.get("query_rows")
+        # how long the table took to generate (when it was made, not reused), checkpoint apart
+        row["generation_s"] = manifest.get("seconds")
+        row["checkpoint_s"] = manifest.get("checkpoint_s")
+    return row
 
 
 def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> list[dict[str, Any]]:
@@ -205,7 +236,8 @@ def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> l
         root, ["--files=20", "--files-per-commit=10", "--data"], "1g", gen_timeout
     )
     manifests = [
-        generate_table(root, _synth_args(n, args), args.driver_memory, gen_timeout) for n in sizes
+        _with_layout(generate_table(root, spec_args(spec), args.driver_memory, gen_timeout), layout)
+        for layout, spec in layout_tables(args, sizes)
     ]
     if args.real_files:
         real = generate_table(root, ["--real", f"--files={args.real_files}"], "2g", gen_timeout)
@@ -230,25 +262,34 @@ def run_full(args: ReplayConfig, root: Path, save: Save, store: Any = None) -> l
             kind = "delta-rs" if reader == "delta-rs" else "batch"
             plan.append((manifest, reader, kind, "local[2]"))
     largest = max(sizes)
-    stream_sizes = set(args.stream_sizes or [largest])
     cluster_sizes = set(args.cluster_sizes or [largest])
     for manifest in manifests:
-        if manifest.get("synthetic") and int(manifest["files"]) in stream_sizes:
+        if not manifest.get("synthetic"):
+            continue
+        # a layout with a size cap streams at its capped sizes
+        stream_sizes = layout_of(manifest["layout"]).sizes(args.stream_sizes or [largest])
+        if int(manifest["files"]) in stream_sizes:
             for reader in args.stream_readers:
                 plan.append((manifest, reader, "stream", "local[2]"))
     if args.local_cluster:
         for manifest in manifests:
             if not manifest.get("synthetic") or int(manifest["files"]) not in cluster_sizes:
                 continue
+            if manifest["layout"] != DEFAULT_LAYOUT:  # the distributed modes' heap: default only
+                continue
             for reader in CLUSTER_READERS:
                 if reader in args.readers:
                     plan.append((manifest, reader, "batch", args.local_cluster))
     for n, (manifest, reader, kind, master) in enumerate(plan, 1):
-        label = f"{_label(manifest)} {int(manifest['files']):,} files, {reader} ({kind}, {master})"
+        label = f"{_describe(manifest)}, {reader} ({kind}, {master})"
         _say(f"[{n}/{len(plan)}] {label} ...")
         started = time.monotonic()
         job = {**base, "reader": reader, "kind": kind, "master": master}
         job.update(table=manifest["table"], manifest=manifest)
+        if manifest.get("synthetic"):
+            job["query"] = manifest.get("query")
+            if args.layouts_given:
+                job["layout"] = manifest["layout"]
         if store is not None:
             job.update(store=store.to_json(), local_table=manifest["local_table"])
         if master != "local[2]":
@@ -300,7 +341,10 @@ def run_quick(
     try:
         warm = generate(spark, SynthSpec(files=20, files_per_commit=10, data=True), root)
         files = (args.sizes or [QUICK_FILES])[0]
-        tables = [manifest(generate(spark, _spec(files, args), root))]
+        tables = [
+            _with_layout(manifest(generate(spark, spec, root)), layout)
+            for layout, spec in layout_tables(args, [files])
+        ]
         if args.real_files:
             tables.append(manifest(real_table(spark, args.real_files, root, files_per_append=100)))
         warm_table = str(warm)
@@ -315,10 +359,14 @@ def run_quick(
                 "scan_max_files": args.scan_max_files,
                 "measures": list(args.measures),
             }
+            if info.get("synthetic"):
+                job["query"] = info.get("query")
+                if args.layouts_given:
+                    job["layout"] = info["layout"]
             if store is not None:
                 job.update(store=store.to_json(), local_table=info["local_table"])
             for reader in args.readers:
-                label = f"{_label(info)} {int(info['files']):,} files, {reader}"
+                label = f"{_describe(info)}, {reader}"
                 started = time.monotonic()
                 if store is not None:
                     s3.new_s3a_client(spark, info["table"])
@@ -339,7 +387,7 @@ def run_quick(
             if not info.get("synthetic"):
                 continue
             for reader in args.stream_readers:
-                label = f"{_label(info)} {int(info['files']):,} files, stream {reader}"
+                label = f"{_describe(info)}, stream {reader}"
                 started = time.monotonic()
                 if store is not None:
                     s3.new_s3a_client(spark, info["table"])
@@ -377,7 +425,8 @@ def _store(args: ReplayConfig, tmp: Path) -> Iterator[Any]:
 
 
 def _row_key(row: dict[str, Any]) -> tuple[Any, ...]:
-    return (row["table"], int(row["files"]), row["reader"], row["kind"], row["master"])
+    layout = row.get("layout", DEFAULT_LAYOUT) if row["table"] == "synthetic" else None
+    return (row["table"], int(row["files"]), layout, row["reader"], row["kind"], row["master"])
 
 
 def merge_rows(prior: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -421,6 +470,8 @@ def run(namespace: argparse.Namespace) -> int:
             "stream_readers": args.stream_readers,
             "args": asdict(args),
         }
+        if args.layouts_given:
+            meta["layouts"] = list(args.layouts)
         if args.store:
             meta["store"] = {
                 "kind": args.store,
@@ -450,8 +501,12 @@ def run(namespace: argparse.Namespace) -> int:
         if args.out:
             _say("wrote " + ", ".join(str(p) for p in written))
     from .report import target_tally, targets
+    from .report_layouts import classic_rows, layout_targets, layouts_in
 
-    marked = targets(rows)
+    marked = targets(classic_rows(rows))
+    if args.layouts_given:
+        for name in layouts_in(rows, args.layouts):
+            marked += [f"layout {name}: {line}" for line in layout_targets(rows, name)]
     missed = [line for line in marked if ": MISSED)" in line]
     _say(target_tally(marked))
     for line in missed:
@@ -503,6 +558,7 @@ def register(registry: CommandRegistry) -> None:
         help=f"comma-separated subset of {','.join(STREAM_READERS)} ('' for none; default: "
         "delta-replay,kernel-v2 with --quick, else all)",
     )
+    parser.add_argument("--layouts", help=layouts_help())
     parser.add_argument(
         "--real-files",
         type=non_negative_int,

@@ -112,25 +112,53 @@ def cold_plan(spark: SparkSession, reader: str, path: str) -> dict[str, Any]:
     return result
 
 
-def selective(spark: SparkSession, reader: str, path: str, probe_id: int) -> dict[str, Any]:
-    """``WHERE id = probe_id`` (stats skipping leaves one file), then the same query again
-    as a new DataFrame (``again_s``: what a dashboard repeating its query pays). Both times
-    include creating the DataFrame: a reader may load the table's snapshot there."""
+#: scan-metrics fields that say which checkpoint layout a read met and why it could not narrow
+#: (reported by newer connector jars; absent from older ones)
+LAYOUT_FIELDS = ("checkpointLayout", "narrowedReason")
+
+
+def layout_fields(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """:data:`LAYOUT_FIELDS` of the first scan that has them ({} when the jar reports none)."""
+    for scan in metrics:
+        found = {k: scan[k] for k in LAYOUT_FIELDS if scan.get(k) is not None}
+        if found:
+            return found
+    return {}
+
+
+def selective(spark: SparkSession, reader: str, path: str, where: str) -> dict[str, Any]:
+    """The filtered query ``WHERE <where>`` (``id = probe_id``: stats skipping leaves one file),
+    then the same query again as a new DataFrame (``again_s``: what a dashboard repeating its
+    query pays). Both times include creating the DataFrame: a reader may load the table's
+    snapshot there."""
     mark = _mark()
     started = time.perf_counter()
-    df = frame(spark, reader, path).where(f"id = {probe_id}")
+    df = frame(spark, reader, path).where(where)
     rows = df.collect()
     result: dict[str, Any] = {"seconds": time.perf_counter() - started, "rows": len(rows)}
     _since(mark, result)
     mark = _mark()
-    result["again_s"], _ = _timed(
-        lambda: frame(spark, reader, path).where(f"id = {probe_id}").collect()
-    )
+    result["again_s"], _ = _timed(lambda: frame(spark, reader, path).where(where).collect())
     _since(mark, result, "again_requests")
     if is_ours(reader):
-        result["files_after_skipping"] = sum(int(m["filesAfterSkipping"]) for m in scan_metrics(df))
+        metrics = scan_metrics(df)
+        result["files_after_skipping"] = sum(int(m["filesAfterSkipping"]) for m in metrics)
+        layout = layout_fields(metrics)
+        if layout:
+            result["scan_layout"] = layout
     elif reader == "v1":
         result["files_read"] = probe.v1_files_read(df)
+    return result
+
+
+def first_selective(spark: SparkSession, reader: str, path: str, where: str) -> dict[str, Any]:
+    """:func:`selective` as the process's first query, with the driver heap around it: peak
+    while it (and its repeat) ran, retained after (what the reader keeps, e.g. an index)."""
+    window = probe.start(spark)
+    result = selective(spark, reader, path, where)
+    heap = probe.stop(window)
+    result["peak_heap_mb"] = heap["peak_heap_mb"]
+    result["retained_heap_mb"] = heap["retained_heap_mb"]
     return result
 
 
@@ -164,12 +192,12 @@ def replan(
     reader: str,
     path: str,
     append: Callable[[int], Callable[[], None]],
-    probe_id: int | None = None,
+    where: str | None = None,
 ) -> dict[str, Any]:
     """Warm re-plans (the table was planned before in this process).
 
-    After one new commit: the whole table (every split). With ``probe_id``, after one
-    more commit: the selective query ``id = probe_id`` (planning only, its splits).
+    After one new commit: the whole table (every split). With ``where``, after one more
+    commit: the selective query ``WHERE <where>`` (planning only, its splits).
     """
     undo = [append(1)]
     try:
@@ -183,11 +211,11 @@ def replan(
         result["splits"] = splits
         result["files"] = _files_seen(reader, df)
         del df
-        if probe_id is not None:
+        if where is not None:
             undo.append(append(2))
             mark = _mark()
             started = time.perf_counter()
-            selective_df = frame(spark, reader, path).where(f"id = {probe_id}")
+            selective_df = frame(spark, reader, path).where(where)
             result["selective_splits"] = probe.force_splits(selective_df)
             result["selective_planning_s"] = time.perf_counter() - started
             _since(mark, result, "selective_requests")
@@ -247,14 +275,18 @@ def batch_measures(spark: SparkSession, reader: str, job: Job) -> dict[str, Any]
     out: dict[str, Any] = {}
     measures = set(job.get("measures", ()))
     has_data = bool(manifest.get("data"))
+    # the filtered query: the layout's (a partition filter in partitions-10k), else id = probe
+    where = job.get("query") or (f"id = {manifest['probe_id']}" if has_data else None)
     if "cold_selective" in measures and has_data:
-        # before anything else reads the table in this process: the first query is selective
-        _guard(out, "cold_selective", lambda: selective(spark, reader, path, manifest["probe_id"]))
+        # before anything else reads the table in this process: the first query is selective;
+        # a layout run also measures the driver heap around it
+        first = first_selective if job.get("layout") else selective
+        _guard(out, "cold_selective", lambda: first(spark, reader, path, where))
     _guard(out, "plan", lambda: cold_plan(spark, reader, path))
     if "plan" in out and "error" in out["plan"]:
         return out
     if "selective" in measures and has_data:
-        _guard(out, "selective", lambda: selective(spark, reader, path, manifest["probe_id"]))
+        _guard(out, "selective", lambda: selective(spark, reader, path, where))
     if "count" in measures and has_data:
         if reader != "v1" and files > job["count_max_files"]:
             out["count"] = {"skipped": f"over {job['count_max_files']} files (scans every file)"}
@@ -283,6 +315,5 @@ def batch_measures(spark: SparkSession, reader: str, job: Job) -> dict[str, Any]
                 tag_etags(Path(local))  # the new commit gets its ETag, as a PUT would
             return undo
 
-        probe_id = manifest.get("probe_id") if has_data else None
-        _guard(out, "replan", lambda: replan(spark, reader, path, append, probe_id))
+        _guard(out, "replan", lambda: replan(spark, reader, path, append, where))
     return out

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .readers import BATCH_READERS, READERS, ROUTED, STREAM_READERS
+from .report_layouts import classic_rows, layout_plot, layout_section, layouts_in
 from .report_store import store_plot, store_section
 from .rows import Row, auto_reader, dig, quotient, ratio, short_error, tables_of, target
 
@@ -100,7 +101,9 @@ def _deltars_cell(row: Row | None) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    rows: list[Row] = result["rows"]
+    every: list[Row] = result["rows"]
+    # the sections before the layouts: the default layout's tables (and the real table)
+    rows: list[Row] = classic_rows(every)
     meta = result["meta"]
     out = [f"# Log-replay benchmark, {meta['date']} on {meta['host']}", ""]
     out.append(
@@ -122,6 +125,10 @@ def markdown(result: dict[str, Any]) -> str:
     out.append("")
     if meta.get("store"):
         out.extend(store_section(rows, meta["store"]))
+    if meta.get("layouts"):
+        out.extend(layouts_intro(every, meta["layouts"]))
+        for name in layouts_in(every, meta["layouts"]):
+            out.extend(layout_section(every, name))
     out.append("## Cold-table planning (s): snapshot + file list + splits, local[2]")
     if any("cold_selective" in r for r in rows):
         out.append("")
@@ -222,6 +229,26 @@ def markdown(result: dict[str, Any]) -> str:
     out.append(target_tally(lines))
     out.append("")
     return "\n".join(out)
+
+
+def layouts_intro(rows: list[Row], chosen: list[str]) -> list[str]:
+    """What the layout sections show (issue 44's matrix)."""
+    return [
+        "## Layouts",
+        "",
+        f"Layouts measured: {', '.join(f'`{n}`' for n in layouts_in(rows, chosen))}. Each is "
+        "a synthetic table written the way its writer writes it (docs/benchmarks.md, "
+        '"Layouts"), each reader in a fresh process (unless --quick). Per reader: the '
+        "process's first filtered query (DataFrame creation included), the same query again "
+        "right after, the query after planning the whole table, the filtered query planned "
+        "after one more commit (delta-rs: `update_incremental` + file list), the driver heap "
+        "around the first query (peak: sum of the heap pools' peaks; retained: after a full GC) "
+        "and after planning, the rows the first query returned (checked against the "
+        "generator's count), and what this connector's scan metrics say of the checkpoint "
+        "layout and why a read did not narrow (newer jars only). The sections after the "
+        "layouts are the default layout's.",
+        "",
+    ]
 
 
 def target_tally(lines: Iterable[str]) -> str:
@@ -470,9 +497,14 @@ def write(result: dict[str, Any], out_dir: Path, stem_name: str) -> list[Path]:
     json_path.write_text(json.dumps(result, indent=1, default=str) + "\n")
     md_path = stem.with_suffix(".md")
     md_path.write_text(markdown(result))
-    written = [json_path, md_path, *plots(result["rows"], stem)]
+    written = [json_path, md_path, *plots(classic_rows(result["rows"]), stem)]
+    if result["meta"].get("layouts"):
+        for name in layouts_in(result["rows"], result["meta"]["layouts"]):
+            png = layout_plot(result["rows"], name, stem)
+            if png is not None:
+                written.append(png)
     if result["meta"].get("store"):
-        store_png = store_plot(result["rows"], stem)
+        store_png = store_plot(classic_rows(result["rows"]), stem)
         if store_png is not None:
             written.append(store_png)
     return written

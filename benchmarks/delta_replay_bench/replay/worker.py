@@ -69,21 +69,23 @@ def spark_job(job: Job) -> dict[str, Any]:
         spark.stop()
 
 
-def _deltars_query(table: Any, probe_id: int) -> int:
-    """``WHERE id = probe_id`` through delta-rs's DataFusion (file skipping by statistics)."""
+def _deltars_query(table: Any, where: str) -> int:
+    """``WHERE <where>`` (``id = probe_id``) through delta-rs's DataFusion (file skipping by
+    statistics)."""
     from deltalake import QueryBuilder
 
-    sql = f"SELECT id, value FROM t WHERE id = {probe_id}"
+    sql = f"SELECT id, value FROM t WHERE {where}"
     return int(QueryBuilder().register("t", table).execute(sql).read_all().num_rows)
 
 
 def deltars_job(job: Job) -> dict[str, Any]:
     """delta-rs (``deltalake``): load + file list, then an update after one new commit.
 
-    On a store (``job['store']``) first the selective query ``id = probe`` as the table's first
-    read (load + query), then the same query again after ``update_incremental`` (a long-lived
-    reader checking for new commits), then load + file list as a new table object; every step
-    with the server's requests.
+    On a store (``job['store']``), and in a layout run (``job['layout']``), first the selective
+    query (``id = probe``, or the layout's) as the table's first read (load + query), then the
+    same query again after ``update_incremental`` (a long-lived reader checking for new
+    commits), then load + file list as a new table object; every step with the server's
+    requests on a store.
     """
     started = time.perf_counter()
     from deltalake import DeltaTable
@@ -107,23 +109,28 @@ def deltars_job(job: Job) -> dict[str, Any]:
     if job.get("warm_table"):
         DeltaTable(url(job["warm_table"]), storage_options=options).file_uris()
     manifest = job["manifest"]
-    if store and manifest.get("data") and "cold_selective" in job.get("measures", ()):
+    first_query = store or job.get("layout")
+    if first_query and manifest.get("data") and "cold_selective" in job.get("measures", ()):
         part: dict[str, Any] = {}
-        probe_id = manifest["probe_id"]
-        t0 = time.perf_counter()
-        mark = requests.mark() if requests else 0
-        first = DeltaTable(table_url, storage_options=options)
-        part["rows"] = _deltars_query(first, probe_id)
-        part["seconds"] = time.perf_counter() - t0
-        if requests:
-            part["requests"] = requests.since(mark)
-        t0 = time.perf_counter()
-        mark = requests.mark() if requests else 0
-        first.update_incremental()
-        _deltars_query(first, probe_id)
-        part["again_s"] = time.perf_counter() - t0
-        if requests:
-            part["again_requests"] = requests.since(mark)
+        where = job.get("query") or f"id = {manifest['probe_id']}"
+        try:
+            t0 = time.perf_counter()
+            mark = requests.mark() if requests else 0
+            first = DeltaTable(table_url, storage_options=options)
+            part["rows"] = _deltars_query(first, where)
+            part["seconds"] = time.perf_counter() - t0
+            if requests:
+                part["requests"] = requests.since(mark)
+            t0 = time.perf_counter()
+            mark = requests.mark() if requests else 0
+            first.update_incremental()
+            _deltars_query(first, where)
+            part["again_s"] = time.perf_counter() - t0
+            if requests:
+                part["again_requests"] = requests.since(mark)
+        except Exception as error:  # noqa: BLE001 - a reader's refusal is a result
+            lines = str(error).strip().splitlines() or [""]
+            part = {"error": f"{type(error).__name__}: {lines[0][:400]}"}
         result["cold_selective"] = part
     t0 = time.perf_counter()
     mark = requests.mark() if requests else 0
