@@ -228,17 +228,21 @@ MODES: list[dict[str, str]] = [
 def test_every_layout_answers_as_v1_in_every_replay_mode(
     spark: SparkSession, tables: dict[str, dict[str, Any]]
 ) -> None:
-    """For each layout's table: the layout's filtered query (rows), a range filter on the
-    statistics (count and sum) and the whole table (count and sum) agree with V1 in every mode;
-    the same session reads each table in all modes, so the later reads meet what the earlier
-    ones cached."""
-    for name, info in tables.items():
-        low = FILES * 1000 // 3
-        queries = [info["query"], f"id >= {low} AND id < {low + 5000}", "true"]
+    """For each layout's table, in two of the modes (in turn, so that each mode meets five
+    layouts): the rows of a range filter over the probe's file and the next file's statistics,
+    the whole table's count, and on ``partitions-10k`` its partition filter, agree with
+    V1. The same session reads each table in both modes, so the second read meets what the first
+    one cached."""
+    for k, (name, info) in enumerate(sorted(tables.items())):
+        # the probe's file holds the ids its statistics claim (the others a seed file's rows)
+        low = info["probe_id"] - 7
+        queries = [f"id >= {low} AND id < {low + 1500}", "true"]
+        if info["query"] != f"id = {info['probe_id']}":
+            queries.append(info["query"])
         oracle = read(spark, info["table"], reader="delta")
         expected = [_answer(oracle, q) for q in queries]
-        assert expected[0] and expected[1][0][0] > 0, (name, expected)  # neither is empty
-        for mode in MODES:
+        assert len(expected[0]) >= 1000, (name, len(expected[0]))  # the probe's file at least
+        for mode in (MODES[k % len(MODES)], MODES[(k + 1) % len(MODES)]):
             ours = read(spark, info["table"], options=mode)
             for q, want in zip(queries, expected, strict=True):
                 assert _answer(ours, q) == want, (name, mode, q)
@@ -246,7 +250,8 @@ def test_every_layout_answers_as_v1_in_every_replay_mode(
 
 def _answer(df: Any, predicate: str) -> list[tuple[Any, ...]]:
     filtered = df.where(predicate)
-    if predicate.startswith("id >=") or predicate == "true":
-        row = filtered.selectExpr("count(*)", "sum(id)", "count(DISTINCT value)").first()
-        return [tuple(row)]
+    if predicate == "true":
+        # the live files' row counts (each reader may answer it from the statistics, V1 does):
+        # reading all the rows of every layout would take minutes here
+        return [tuple(filtered.selectExpr("count(*)").first())]
     return sorted(tuple(r) for r in filtered.select("id", "value").collect())
