@@ -33,15 +33,27 @@ import org.apache.spark.sql.catalyst.trees.Origin
  * table, version or file, and what to do> SQLSTATE: <state>`; its text after the condition is the
  * `message` parameter. The conditions are listed, with their SQLSTATEs, in
  * `delta-replay-error-conditions.json` on the classpath and in docs/troubleshooting.md.
+ *
+ * It is a trait over two Spark base classes, not itself an `Exception` type, so that a Scala
+ * `catch { case e: DeltaReplayException => }` compiles to a catch-all plus a type test (a catch
+ * clause on an interface that extends a class would not pass the JVM's verifier); rethrow it with
+ * `throw e.exception`.
  */
-sealed trait DeltaReplayException extends Exception with SparkThrowable {
+sealed trait DeltaReplayException extends SparkThrowable { self: Exception =>
 
   /** What went wrong and what to do, one line, without the condition or SQLSTATE. */
   def detail: String
 
+  /** `[DELTA_REPLAY_<CONDITION>] <detail> SQLSTATE: <state>`. */
+  def getMessage: String
+
+  def getCause: Throwable
+
+  /** The error as the `Exception` it is, to rethrow. */
+  final def exception: Exception = self
+
   override def getMessageParameters: util.Map[String, String] =
     util.Collections.singletonMap("message", detail)
-  override def getMessage: String = s"[$getCondition] $detail SQLSTATE: $getSqlState"
   override def isInternalError: Boolean = false
 }
 
@@ -50,6 +62,9 @@ object DeltaReplayException {
   /** `text` on one line: line breaks (of a message quoted from a cause) become spaces. */
   private[deltareplay] def oneLine(text: String): String =
     text.trim.replaceAll("\\s*[\\r\\n]+\\s*", " ")
+
+  private def format(condition: String, detail: String, state: String) =
+    s"[$condition] $detail SQLSTATE: $state"
 
   /** An error of what was asked (a table, a version, an option): an `AnalysisException`. */
   sealed abstract class AnalysisError(text: String, condition: String, state: String)
@@ -69,6 +84,7 @@ object DeltaReplayException {
 
     /** Spark attaches a SQL position by copying into a plain `AnalysisException`: keep the type. */
     override def withPosition(origin: Origin): AnalysisException = this
+    override def getMessage: String = format(condition, detail, state)
   }
 
   /**
@@ -81,6 +97,7 @@ object DeltaReplayException {
     override val detail: String = oneLine(text)
     override def getCondition: String = condition
     override def getSqlState: String = state
+    override def getMessage: String = format(condition, detail, state)
   }
 
   /**

@@ -12,7 +12,8 @@ import io.deltareplay.internal.log.{LogFiles, StoreFailure}
  */
 private[deltareplay] object Errors {
 
-  type DeltaReplayException = io.deltareplay.DeltaReplayException
+  /** A connector error as the `Exception` it is (the public trait is not a `Throwable` type). */
+  type DeltaReplayException = Exception with io.deltareplay.DeltaReplayException
   import io.deltareplay.{DeltaReplayException => E}
 
   /** The text of a message; the exception puts `[DELTA_REPLAY_<CONDITION>]` in front. */

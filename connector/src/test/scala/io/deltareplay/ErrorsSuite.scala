@@ -30,7 +30,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
         val e = intercept[Exception](ours(path, options).collect())
         val msg = causeMessages(e)
         assert(
-          msg.contains("[delta-replay]") || msg.contains("DELTA_"),
+          msg.contains("[DELTA_REPLAY_") || msg.contains("DELTA_"),
           s"[$mode] unclear error: $msg"
         )
         msg
@@ -44,6 +44,76 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       val msg = error(path)
       assert(msg.contains("is not a Delta table") && msg.contains(path))
     }
+  }
+
+  /** `e` is of the Spark type, condition and SQLSTATE given, with a one-line message naming `path`. */
+  private def assertSparkError(e: Throwable, sparkType: Class[_], condition: String, state: String)(
+      path: String
+  ): Unit = {
+    assert(sparkType.isInstance(e), s"${e.getClass}: ${e.getMessage}")
+    val d = e.asInstanceOf[DeltaReplayException]
+    assert(d.getCondition === condition && d.getSqlState === state, e.getMessage)
+    assert(e.getMessage.startsWith(s"[$condition] "), e.getMessage)
+    assert(e.getMessage.endsWith(s" SQLSTATE: $state"), e.getMessage)
+    assert(!e.getMessage.contains("\n") && !e.getMessage.contains("Source: REDACTED"), e.getMessage)
+    assert(e.getMessage.contains(path), e.getMessage)
+    assert(d.getMessageParameters.get("message") === d.detail)
+    assert(!d.isInternalError)
+  }
+
+  test("errors are Spark's types: AnalysisException for what was asked, runtime for the log") {
+    import org.apache.spark.sql.AnalysisException
+    // private[spark] in Scala, but the class PySpark and Spark Connect map by name
+    val sparkRuntime = Class.forName("org.apache.spark.SparkRuntimeException")
+    withTempDir { dir =>
+      val plain = dir.getAbsolutePath + "/plain"
+      spark.range(3).write.parquet(plain)
+      assertSparkError(
+        intercept[DeltaReplayException.NotADeltaTable](ours(plain).collect()),
+        classOf[AnalysisException],
+        "DELTA_REPLAY_NOT_A_DELTA_TABLE",
+        "42P01"
+      )(plain)
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 3)
+      assertSparkError(
+        intercept[AnalysisException](ours(path, Map("versionAsOf" -> "7")).collect()),
+        classOf[DeltaReplayException.VersionNotFound],
+        "DELTA_REPLAY_VERSION_NOT_FOUND",
+        "22023"
+      )(path)
+      val bad = intercept[AnalysisException](
+        ours(path, Map("versionAsOf" -> "1", "timestampAsOf" -> "2020-01-01")).collect()
+      )
+      assertSparkError(bad, classOf[DeltaReplayException.BadOption], "DELTA_REPLAY_BAD_OPTION", "42616")(
+        path
+      )
+      // a commit cut in the middle of a JSON object: the parser's words, not its internals
+      LogFixtures.truncate(LogFixtures.commitFile(path, 2), 0.6)
+      withReplayMode("local") {
+        val e = intercept[DeltaReplayException.CorruptLog](ours(path).collect())
+        assertSparkError(
+          e,
+          sparkRuntime,
+          "DELTA_REPLAY_CORRUPT_LOG",
+          "XX001"
+        )(path)
+        assert(e.getMessage.contains("00000000000000000002.json"), e.getMessage)
+      }
+    }
+  }
+
+  test("a parser's error is quoted without its internals") {
+    val e = intercept[com.fasterxml.jackson.core.JsonProcessingException](
+      new com.fasterxml.jackson.databind.ObjectMapper().readTree("""{"add":{"path":"a""")
+    )
+    assert(e.getMessage.contains("Source: REDACTED"), e.getMessage) // what Jackson says
+    val detail = Errors.causeDetail(e)
+    assert(!detail.contains("Source:") && !detail.contains("\n"), detail)
+    assert(detail.contains("line 1, column"), detail)
+    val msg = Errors.corruptLogFile("/t", "/t/_delta_log/x.json", e).getMessage
+    assert(msg.startsWith("[DELTA_REPLAY_CORRUPT_LOG] Cannot read /t/_delta_log/x.json"), msg)
+    assert(!msg.contains("Source:"), msg)
   }
 
   test("a missing commit file in the segment names the version") {
@@ -73,7 +143,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       withConf("spark.deltareplay.replay.mode" -> "distributed") {
         val e = intercept[Exception](ours(path).collect())
         assert(
-          e.getMessage.contains("[delta-replay]") && e.getMessage.contains("corrupt"),
+          e.getMessage.contains("[DELTA_REPLAY_CORRUPT_LOG]") && e.getMessage.contains("corrupt"),
           e.getMessage
         )
       }
