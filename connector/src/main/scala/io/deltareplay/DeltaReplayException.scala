@@ -25,19 +25,19 @@ import org.apache.spark.sql.catalyst.trees.Origin
  *     table, a schema changed since the DataFrame was created (delta-spark's
  *     `DELTA_MISSING_DELTA_TABLE`, `VersionNotFoundException`, unsupported table features and
  *     `DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS` are analysis errors too);
- *   - a [[org.apache.spark.SparkRuntimeException]] for what fails while the table is read: a corrupt
- *     log, a missing file, a store that refuses access, a stream that cannot go on (Spark's own
- *     `FAILED_READ_FILE` and delta-spark's log-state errors are runtime errors).
+ *   - a [[org.apache.spark.SparkRuntimeException]] for what fails while the table is read: a
+ *     corrupt log, a missing file, a store that refuses access, a stream that cannot go on (Spark's
+ *     own `FAILED_READ_FILE` and delta-spark's log-state errors are runtime errors).
  *
  * The message is one line in Spark's form, `[DELTA_REPLAY_<CONDITION>] <what went wrong, for which
  * table, version or file, and what to do> SQLSTATE: <state>`; its text after the condition is the
  * `message` parameter. The conditions are listed, with their SQLSTATEs, in
  * `delta-replay-error-conditions.json` on the classpath and in docs/troubleshooting.md.
  *
- * It is a trait over two Spark base classes, not itself an `Exception` type, so that a Scala
- * `catch { case e: DeltaReplayException => }` compiles to a catch-all plus a type test (a catch
- * clause on an interface that extends a class would not pass the JVM's verifier); rethrow it with
- * `throw e.exception`.
+ * It is a trait over two Spark base classes, not itself an `Exception` type, so that a Scala `catch
+ * { case e: DeltaReplayException => }` compiles to a catch-all plus a type test (a catch clause on
+ * an interface that extends a class would not pass the JVM's verifier); rethrow it with `throw
+ * e.exception`.
  */
 sealed trait DeltaReplayException extends SparkThrowable { self: Exception =>
 
@@ -91,8 +91,12 @@ object DeltaReplayException {
    * An error met while reading the table: a `SparkRuntimeException` (see
    * [[org.apache.spark.deltareplay.RuntimeErrorBase]] for how it is built).
    */
-  sealed abstract class RuntimeError(text: String, cause: Throwable, condition: String, state: String)
-      extends RuntimeErrorBase(oneLine(text), cause)
+  sealed abstract class RuntimeError(
+      text: String,
+      cause: Throwable,
+      condition: String,
+      state: String
+  ) extends RuntimeErrorBase(oneLine(text), cause)
       with DeltaReplayException {
     override val detail: String = oneLine(text)
     override def getCondition: String = condition

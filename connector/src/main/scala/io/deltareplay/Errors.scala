@@ -131,7 +131,7 @@ private[deltareplay] object Errors {
             "is not an option of this connector: read with format(\"delta\") for delta-spark's " +
               "options (docs/configuration.md lists this connector's)"
         }
-    bad(s"Option '$key' $what.")
+    bad(s"Option '$key' $what" + (if (what.endsWith("?")) "" else "."))
   }
 
   /** A session key given as a read option. */
@@ -278,15 +278,16 @@ private[deltareplay] object Errors {
       case e =>
         Option(e.getMessage).orElse(fallback).getOrElse(e.getClass.getName)
     }
-    // a quoted location inside the message: "[Source: REDACTED ...; line: 1, column: 2]"
-    val clean = JacksonSource
-      .replaceAllIn(text, m => Regex.quoteReplacement(Option(m.group(1)).getOrElse("")))
-      .replace("Source: REDACTED", "")
+    // a quoted location inside the message, "[Source: REDACTED ...; line: 1, column: 2]" or
+    // "[Source: (byte[])"<the line's text>"; line: 1, column: 2]": the position only
+    val located = JacksonLocation.replaceAllIn(text, m => Regex.quoteReplacement(m.group(1)))
+    val clean = JacksonSource.replaceAllIn(located, "").replace("Source: REDACTED", "")
     val line = DeltaReplayException.oneLine(clean)
     if (line.length > 300) line.take(300) + "..." else line
   }
 
-  private val JacksonSource = """\[Source: [^\]]*?(?:; (line: \d+, column: \d+))?\]""".r
+  private val JacksonLocation = """\[Source: .*?; (line: \d+, column: \d+)\]""".r
+  private val JacksonSource = """\[Source: [^\]]*\]""".r
 
   def noPath(): DeltaReplayException =
     bad("No table path given: use spark.read.format(\"delta-replay\").load(\"/path/to/table\").")

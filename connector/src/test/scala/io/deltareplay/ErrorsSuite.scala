@@ -46,7 +46,9 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
-  /** `e` is of the Spark type, condition and SQLSTATE given, with a one-line message naming `path`. */
+  /**
+   * `e` is of the Spark type, condition and SQLSTATE given, with a one-line message naming `path`.
+   */
   private def assertSparkError(e: Throwable, sparkType: Class[_], condition: String, state: String)(
       path: String
   ): Unit = {
@@ -85,7 +87,12 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       val bad = intercept[AnalysisException](
         ours(path, Map("versionAsOf" -> "1", "timestampAsOf" -> "2020-01-01")).collect()
       )
-      assertSparkError(bad, classOf[DeltaReplayException.BadOption], "DELTA_REPLAY_BAD_OPTION", "42616")(
+      assertSparkError(
+        bad,
+        classOf[DeltaReplayException.BadOption],
+        "DELTA_REPLAY_BAD_OPTION",
+        "42616"
+      )(
         path
       )
       // a commit cut in the middle of a JSON object: the parser's words, not its internals
@@ -111,6 +118,16 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
     val detail = Errors.causeDetail(e)
     assert(!detail.contains("Source:") && !detail.contains("\n"), detail)
     assert(detail.contains("line 1, column"), detail)
+    // as Spark's JSON reader words it: the source is the line itself, with brackets in it
+    val quoted = new RuntimeException(
+      "Unexpected end-of-input: expected close marker for Object (start marker at " +
+        "[Source: (byte[])\"{\"add\":{\"path\":\"p[1]\"; line: 1, column: 8])\n at [Source: " +
+        "(byte[])\"{\"add\":{\"path\":\"p[1]\"; line: 1, column: 35]"
+    )
+    assert(
+      Errors.causeDetail(quoted) === "Unexpected end-of-input: expected close marker for " +
+        "Object (start marker at line: 1, column: 8) at line: 1, column: 35"
+    )
     val msg = Errors.corruptLogFile("/t", "/t/_delta_log/x.json", e).getMessage
     assert(msg.startsWith("[DELTA_REPLAY_CORRUPT_LOG] Cannot read /t/_delta_log/x.json"), msg)
     assert(!msg.contains("Source:"), msg)

@@ -225,7 +225,10 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
         withReplayMode("executors") {
           val e = intercept[Exception](ours(path).collect())
           val msg = causeMessages(e)
-          assert(msg.contains("[DELTA_REPLAY_MISSING_FILE] Executor-side planning could not write"), msg)
+          assert(
+            msg.contains("[DELTA_REPLAY_MISSING_FILE] Executor-side planning could not write"),
+            msg
+          )
           assert(msg.contains(scratch) && msg.contains("planning.scratchDir"), msg)
           assert(!msg.contains("truncated or corrupt"), msg)
         }
