@@ -3,6 +3,7 @@ package io.deltareplay
 import java.io.File
 
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
+import org.apache.spark.sql.AnalysisException
 import org.apache.spark.sql.delta.DeltaLog
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -64,7 +65,6 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
   }
 
   test("errors are Spark's types: AnalysisException for what was asked, runtime for the log") {
-    import org.apache.spark.sql.AnalysisException
     // private[spark] in Scala, but the class PySpark and Spark Connect map by name
     val sparkRuntime = Class.forName("org.apache.spark.SparkRuntimeException")
     withTempDir { dir =>
@@ -107,6 +107,49 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
         )(path)
         assert(e.getMessage.contains("00000000000000000002.json"), e.getMessage)
       }
+    }
+  }
+
+  test("every condition is in delta-replay-error-conditions.json and docs/troubleshooting.md") {
+    import scala.jdk.CollectionConverters._
+    val all: Seq[DeltaReplayException] = Seq(
+      new DeltaReplayException.UnsupportedTable("m"),
+      new DeltaReplayException.NotADeltaTable("m"),
+      new DeltaReplayException.VersionNotFound("m"),
+      new DeltaReplayException.BadOption("m"),
+      new DeltaReplayException.SchemaChanged("m"),
+      new DeltaReplayException.CorruptLog("m", null, null),
+      new DeltaReplayException.MissingFile("m", null),
+      new DeltaReplayException.StoreAccess("m", null),
+      new DeltaReplayException.StreamStopped("m")
+    )
+    val in = getClass.getClassLoader.getResourceAsStream("delta-replay-error-conditions.json")
+    val json =
+      try new com.fasterxml.jackson.databind.ObjectMapper().readTree(in)
+      finally in.close()
+    assert(json.fieldNames().asScala.toSet === all.map(_.getCondition).toSet)
+    val doc = new String(
+      java.nio.file.Files.readAllBytes(
+        java.nio.file.Paths
+          .get(sys.props.getOrElse("deltareplay.test.root", "."), "docs", "troubleshooting.md")
+      ),
+      "UTF-8"
+    )
+    all.foreach { e =>
+      val entry = json.get(e.getCondition)
+      assert(entry.get("sqlState").asText === e.getSqlState, e.getCondition)
+      val sparkType = Class.forName(entry.get("sparkType").asText)
+      assert(sparkType.isInstance(e), e.getCondition)
+      val python =
+        if (e.isInstanceOf[AnalysisException]) "AnalysisException" else "SparkRuntimeException"
+      assert(
+        doc.contains(
+          s"| `${e.getCondition}` | `${e.getSqlState}` | `${e.getClass.getSimpleName}` | " +
+            s"`${sparkType.getSimpleName}` | `pyspark.errors.$python`"
+        ),
+        s"docs/troubleshooting.md has no row for ${e.getCondition}"
+      )
+      assert(e.getMessage === s"[${e.getCondition}] m SQLSTATE: ${e.getSqlState}")
     }
   }
 
