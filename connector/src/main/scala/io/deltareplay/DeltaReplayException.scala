@@ -3,7 +3,7 @@ package io.deltareplay
 import java.util
 
 import org.apache.spark.{QueryContext, SparkThrowable}
-import org.apache.spark.deltareplay.RuntimeErrorBase
+import org.apache.spark.sql.deltareplay.RuntimeErrorBase
 import org.apache.spark.sql.AnalysisException
 import org.apache.spark.sql.catalyst.trees.Origin
 
@@ -89,7 +89,7 @@ object DeltaReplayException {
 
   /**
    * An error met while reading the table: a `SparkRuntimeException` (see
-   * [[org.apache.spark.deltareplay.RuntimeErrorBase]] for how it is built).
+   * [[org.apache.spark.sql.deltareplay.RuntimeErrorBase]] for how it is built).
    */
   sealed abstract class RuntimeError(
       text: String,

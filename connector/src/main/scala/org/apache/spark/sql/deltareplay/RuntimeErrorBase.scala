@@ -1,4 +1,4 @@
-package org.apache.spark.deltareplay
+package org.apache.spark.sql.deltareplay
 
 import org.apache.spark.{QueryContext, SparkRuntimeException}
 
