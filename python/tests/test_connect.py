@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -69,6 +70,35 @@ CLIENT = textwrap.dedent(
     # ... and SQL does the same on the server
     spark.sql(f"DELETE FROM delta.`{sink}` WHERE id = 0")
     out["after_sql_delete"] = spark.read.format("delta").load(sink).count()
+    spark.stop()
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+ERRORS_CLIENT = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+
+    url, cases = sys.argv[1], json.loads(sys.argv[2])
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    # a Connect client shows the server's JVM stack in every error's text unless told not to
+    # (Spark's setting, true by default, for Spark's errors as for the connector's)
+    spark.conf.set("spark.sql.connect.serverStacktrace.enabled", "false")
+    out = {}
+    for name, (path, options) in cases.items():
+        try:
+            spark.read.format("delta-replay").options(**options).load(path).collect()
+            out[name] = None
+        except Exception as e:
+            out[name] = {
+                "classes": [f"{c.__module__}.{c.__name__}" for c in type(e).__mro__],
+                "condition": e.getCondition(),
+                "state": e.getSqlState(),
+                "parameters": e.getMessageParameters(),
+                "text": str(e),
+            }
     spark.stop()
     print("RESULT " + json.dumps(out))
     """
@@ -254,6 +284,65 @@ def test_the_connect_example_of_the_docs_runs(server: str, tmp_path: Path) -> No
     lines = run.stdout.splitlines()
     assert lines[0] == "True" and "'filesAfterPartitionPruning': 4" in lines[1], lines
     assert lines[2] == "1000", lines
+
+
+def test_errors_arrive_as_pyspark_classes_with_their_conditions(
+    spark: SparkSession, server: str, tmp_path: Path
+) -> None:
+    """The connector's errors through Connect: PySpark's Connect classes of the same names as on
+    a classic session (test_errors.py), the condition, SQLSTATE and one-line message (with the
+    server's stack trace turned off, as Connect shows it in the text of every error by default)."""
+    t = _tables(spark, tmp_path)
+    corrupt = Path(shutil.copytree(t["table"], tmp_path / "corrupt"))
+    commit = corrupt / "_delta_log" / f"{2:020d}.json"
+    (corrupt / "_delta_log" / f".{commit.name}.crc").unlink()
+    text = commit.read_bytes()
+    commit.write_bytes(text[: int(len(text) * 0.6)])
+    no_file = Path(shutil.copytree(t["table"], tmp_path / "no-file"))
+    sorted(no_file.glob("*.parquet"))[0].unlink()
+    cases = {  # name: (path, options), (Spark class, condition, SQLSTATE)
+        "missing": ((t["missing"], {}), ("AnalysisException", "NOT_A_DELTA_TABLE", "42P01")),
+        "version": (
+            (t["table"], {"versionAsOf": "99"}),
+            ("AnalysisException", "VERSION_NOT_FOUND", "22023"),
+        ),
+        "option": (
+            (t["table"], {"versionAsOf": "0", "timestampAsOf": "2020-01-01"}),
+            ("AnalysisException", "BAD_OPTION", "42616"),
+        ),
+        "unsupported": (
+            (t["unsupported"], {}),
+            ("AnalysisException", "UNSUPPORTED_TABLE", "0A000"),
+        ),
+        "corrupt": ((str(corrupt), {}), ("SparkRuntimeException", "CORRUPT_LOG", "XX001")),
+        "no_file": ((str(no_file), {}), ("SparkRuntimeException", "MISSING_FILE", "58030")),
+    }
+    reads = {name: read for name, (read, _) in cases.items()}
+    run = subprocess.run(
+        [sys.executable, "-c", ERRORS_CLIENT, server, json.dumps(reads)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
+    assert run.returncode == 0 and lines, run.stdout[-3000:] + run.stderr[-3000:]
+    got: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    for name, ((path, _), (kind, condition, state)) in cases.items():
+        error = got[name]
+        assert error is not None, f"{name}: no error through Connect"
+        classes = error["classes"]
+        assert classes[0] == f"pyspark.errors.exceptions.connect.{kind}", (name, classes)
+        assert f"pyspark.errors.exceptions.base.{kind}" in classes, (name, classes)
+        assert error["condition"] == f"DELTA_REPLAY_{condition}", (name, error)
+        assert error["state"] == state, (name, error)
+        message = error["text"]
+        assert len(message.splitlines()) == 1, (name, message)
+        assert message.startswith(f"[DELTA_REPLAY_{condition}] "), (name, message)
+        assert path in message and "Source: REDACTED" not in message, (name, message)
+        assert "at io.deltareplay" not in message, (name, message)
+        assert error["parameters"] == {
+            "message": message.split("] ", 1)[1].rsplit(" SQLSTATE", 1)[0]
+        }
 
 
 def test_sigterm_stops_the_server_and_its_jvm(started: Server) -> None:

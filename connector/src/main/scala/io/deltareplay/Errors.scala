@@ -1,5 +1,8 @@
 package io.deltareplay
 
+import scala.util.matching.Regex
+
+import com.fasterxml.jackson.core.JsonProcessingException
 import io.deltareplay.internal.log.{LogFiles, StoreFailure}
 
 /**
@@ -9,10 +12,12 @@ import io.deltareplay.internal.log.{LogFiles, StoreFailure}
  */
 private[deltareplay] object Errors {
 
-  type DeltaReplayException = io.deltareplay.DeltaReplayException
+  /** A connector error as the `Exception` it is (the public trait is not a `Throwable` type). */
+  type DeltaReplayException = Exception with io.deltareplay.DeltaReplayException
   import io.deltareplay.{DeltaReplayException => E}
 
-  private def msg(m: String) = s"[delta-replay] $m"
+  /** The text of a message; the exception puts `[DELTA_REPLAY_<CONDITION>]` in front. */
+  private def msg(m: String) = m
   private def unsupported(m: String) = new E.UnsupportedTable(msg(m))
   private def notFound(m: String) = new E.VersionNotFound(msg(m))
   private def corrupt(m: String, cause: Throwable = null, file: String = null) =
@@ -60,11 +65,14 @@ private[deltareplay] object Errors {
 
   def corruptLogFile(table: String, file: String, cause: Throwable): DeltaReplayException =
     corrupt(
-      s"Cannot read $file of $table: ${Option(cause.getMessage).getOrElse(cause.toString)}. " +
+      s"Cannot read $file of $table: ${causeDetail(cause)}. " +
         "The file is truncated or corrupt; restore it from a backup or read an older version.",
       cause,
       file
     )
+
+  def malformedAction(table: String, file: String, cause: Throwable): DeltaReplayException =
+    malformedAction(table, file, causeDetail(cause))
 
   def malformedAction(table: String, file: String, detail: String): DeltaReplayException =
     corrupt(
@@ -123,7 +131,7 @@ private[deltareplay] object Errors {
             "is not an option of this connector: read with format(\"delta\") for delta-spark's " +
               "options (docs/configuration.md lists this connector's)"
         }
-    bad(s"Option '$key' $what.")
+    bad(s"Option '$key' $what" + (if (what.endsWith("?")) "" else "."))
   }
 
   /** A session key given as a read option. */
@@ -147,7 +155,7 @@ private[deltareplay] object Errors {
   ): DeltaReplayException =
     missing(
       s"The planning manifest $manifest of a scan of $table (version $version) cannot be read " +
-        s"(${Option(cause).map(_.getMessage).orNull}). Executor-side planning keeps the file list " +
+        s"(${causeDetail(cause)}). Executor-side planning keeps the file list " +
         "in spark.deltareplay.planning.scratchDir while the query's plan lives: keep that " +
         "directory readable by every executor and do not clean it during queries, or plan on " +
         "the driver (spark.deltareplay.planning.mode=driver).",
@@ -165,7 +173,7 @@ private[deltareplay] object Errors {
   def manifestWriteFailed(where: String, cause: Throwable): DeltaReplayException =
     missing(
       s"Executor-side planning could not write its manifest in $where " +
-        s"(${Option(cause).map(_.getMessage).orNull}). Set spark.deltareplay.planning.scratchDir " +
+        s"(${causeDetail(cause)}). Set spark.deltareplay.planning.scratchDir " +
         "to a directory every executor can write and read, or plan on the driver " +
         "(spark.deltareplay.planning.mode=driver).",
       cause
@@ -252,11 +260,34 @@ private[deltareplay] object Errors {
   def causes(e: Throwable): Iterator[Throwable] =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null)
 
-  private def rootMessage(e: Throwable): String = {
-    val m =
-      Option(causes(e).toSeq.last.getMessage).orElse(Option(e.getMessage)).getOrElse(e.toString)
-    if (m.length > 300) m.take(300) + "..." else m
+  private def rootMessage(e: Throwable): String =
+    causeDetail(causes(e).toSeq.last, fallback = Option(e.getMessage))
+
+  /**
+   * What a cause says, short and on one line, without a parser's internals: a JSON parser's error
+   * is its own message plus where in the line it stopped, never Jackson's `[Source: ...]` part.
+   */
+  def causeDetail(cause: Throwable, fallback: Option[String] = None): String = {
+    val text = cause match {
+      case null => fallback.getOrElse("unknown cause")
+      case j: JsonProcessingException =>
+        val where = Option(j.getLocation)
+          .filter(_.getLineNr > 0)
+          .fold("")(l => s" (line ${l.getLineNr}, column ${l.getColumnNr})")
+        Option(j.getOriginalMessage).getOrElse(j.getClass.getSimpleName) + where
+      case e =>
+        Option(e.getMessage).orElse(fallback).getOrElse(e.getClass.getName)
+    }
+    // a quoted location inside the message, "[Source: REDACTED ...; line: 1, column: 2]" or
+    // "[Source: (byte[])"<the line's text>"; line: 1, column: 2]": the position only
+    val located = JacksonLocation.replaceAllIn(text, m => Regex.quoteReplacement(m.group(1)))
+    val clean = JacksonSource.replaceAllIn(located, "").replace("Source: REDACTED", "")
+    val line = DeltaReplayException.oneLine(clean)
+    if (line.length > 300) line.take(300) + "..." else line
   }
+
+  private val JacksonLocation = """\[Source: .*?; (line: \d+, column: \d+)\]""".r
+  private val JacksonSource = """\[Source: [^\]]*\]""".r
 
   def noPath(): DeltaReplayException =
     bad("No table path given: use spark.read.format(\"delta-replay\").load(\"/path/to/table\").")

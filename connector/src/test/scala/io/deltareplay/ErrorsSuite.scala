@@ -3,6 +3,7 @@ package io.deltareplay
 import java.io.File
 
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
+import org.apache.spark.sql.AnalysisException
 import org.apache.spark.sql.delta.DeltaLog
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -30,7 +31,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
         val e = intercept[Exception](ours(path, options).collect())
         val msg = causeMessages(e)
         assert(
-          msg.contains("[delta-replay]") || msg.contains("DELTA_"),
+          msg.contains("[DELTA_REPLAY_") || msg.contains("DELTA_"),
           s"[$mode] unclear error: $msg"
         )
         msg
@@ -44,6 +45,135 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       val msg = error(path)
       assert(msg.contains("is not a Delta table") && msg.contains(path))
     }
+  }
+
+  /**
+   * `e` is of the Spark type, condition and SQLSTATE given, with a one-line message naming `path`.
+   */
+  private def assertSparkError(e: Throwable, sparkType: Class[_], condition: String, state: String)(
+      path: String
+  ): Unit = {
+    assert(sparkType.isInstance(e), s"${e.getClass}: ${e.getMessage}")
+    val d = e.asInstanceOf[DeltaReplayException]
+    assert(d.getCondition === condition && d.getSqlState === state, e.getMessage)
+    assert(e.getMessage.startsWith(s"[$condition] "), e.getMessage)
+    assert(e.getMessage.endsWith(s" SQLSTATE: $state"), e.getMessage)
+    assert(!e.getMessage.contains("\n") && !e.getMessage.contains("Source: REDACTED"), e.getMessage)
+    assert(e.getMessage.contains(path), e.getMessage)
+    assert(d.getMessageParameters.get("message") === d.detail)
+    assert(!d.isInternalError)
+  }
+
+  test("errors are Spark's types: AnalysisException for what was asked, runtime for the log") {
+    // private[spark] in Scala, but the class PySpark and Spark Connect map by name
+    val sparkRuntime = Class.forName("org.apache.spark.SparkRuntimeException")
+    withTempDir { dir =>
+      val plain = dir.getAbsolutePath + "/plain"
+      spark.range(3).write.parquet(plain)
+      assertSparkError(
+        intercept[DeltaReplayException.NotADeltaTable](ours(plain).collect()),
+        classOf[AnalysisException],
+        "DELTA_REPLAY_NOT_A_DELTA_TABLE",
+        "42P01"
+      )(plain)
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 3)
+      assertSparkError(
+        intercept[AnalysisException](ours(path, Map("versionAsOf" -> "7")).collect()),
+        classOf[DeltaReplayException.VersionNotFound],
+        "DELTA_REPLAY_VERSION_NOT_FOUND",
+        "22023"
+      )(path)
+      val bad = intercept[AnalysisException](
+        ours(path, Map("versionAsOf" -> "1", "timestampAsOf" -> "2020-01-01")).collect()
+      )
+      assertSparkError(
+        bad,
+        classOf[DeltaReplayException.BadOption],
+        "DELTA_REPLAY_BAD_OPTION",
+        "42616"
+      )(
+        path
+      )
+      // a commit cut in the middle of a JSON object: the parser's words, not its internals
+      LogFixtures.truncate(LogFixtures.commitFile(path, 2), 0.6)
+      withReplayMode("local") {
+        val e = intercept[DeltaReplayException.CorruptLog](ours(path).collect())
+        assertSparkError(
+          e,
+          sparkRuntime,
+          "DELTA_REPLAY_CORRUPT_LOG",
+          "XX001"
+        )(path)
+        assert(e.getMessage.contains("00000000000000000002.json"), e.getMessage)
+      }
+    }
+  }
+
+  test("every condition is in delta-replay-error-conditions.json and docs/troubleshooting.md") {
+    import scala.jdk.CollectionConverters._
+    val all: Seq[DeltaReplayException] = Seq(
+      new DeltaReplayException.UnsupportedTable("m"),
+      new DeltaReplayException.NotADeltaTable("m"),
+      new DeltaReplayException.VersionNotFound("m"),
+      new DeltaReplayException.BadOption("m"),
+      new DeltaReplayException.SchemaChanged("m"),
+      new DeltaReplayException.CorruptLog("m", null, null),
+      new DeltaReplayException.MissingFile("m", null),
+      new DeltaReplayException.StoreAccess("m", null),
+      new DeltaReplayException.StreamStopped("m")
+    )
+    val in = getClass.getClassLoader.getResourceAsStream("delta-replay-error-conditions.json")
+    val json =
+      try new com.fasterxml.jackson.databind.ObjectMapper().readTree(in)
+      finally in.close()
+    assert(json.fieldNames().asScala.toSet === all.map(_.getCondition).toSet)
+    val doc = new String(
+      java.nio.file.Files.readAllBytes(
+        java.nio.file.Paths
+          .get(sys.props.getOrElse("deltareplay.test.root", "."), "docs", "troubleshooting.md")
+      ),
+      "UTF-8"
+    )
+    all.foreach { e =>
+      val entry = json.get(e.getCondition)
+      assert(entry.get("sqlState").asText === e.getSqlState, e.getCondition)
+      val sparkType = Class.forName(entry.get("sparkType").asText)
+      assert(sparkType.isInstance(e), e.getCondition)
+      val python =
+        if (e.isInstanceOf[AnalysisException]) "AnalysisException" else "SparkRuntimeException"
+      assert(
+        doc.contains(
+          s"| `${e.getCondition}` | `${e.getSqlState}` | `${e.getClass.getSimpleName}` | " +
+            s"`${sparkType.getSimpleName}` | `pyspark.errors.$python`"
+        ),
+        s"docs/troubleshooting.md has no row for ${e.getCondition}"
+      )
+      assert(e.getMessage === s"[${e.getCondition}] m SQLSTATE: ${e.getSqlState}")
+    }
+  }
+
+  test("a parser's error is quoted without its internals") {
+    val e = intercept[com.fasterxml.jackson.core.JsonProcessingException](
+      new com.fasterxml.jackson.databind.ObjectMapper().readTree("""{"add":{"path":"a""")
+    )
+    assert(e.getMessage.contains("Source: REDACTED"), e.getMessage) // what Jackson says
+    val detail = Errors.causeDetail(e)
+    assert(!detail.contains("Source:") && !detail.contains("\n"), detail)
+    assert(detail.contains("line 1, column"), detail)
+    // as Spark's JSON reader words it: the source is the line itself, with brackets in it
+    val quoted = new RuntimeException(
+      "Unexpected end-of-input: expected close marker for Object (start marker at " +
+        "[Source: (byte[])\"{\"add\":{\"path\":\"p[1]\"; line: 1, column: 8])\n at [Source: " +
+        "(byte[])\"{\"add\":{\"path\":\"p[1]\"; line: 1, column: 35]"
+    )
+    assert(
+      Errors.causeDetail(quoted) === "Unexpected end-of-input: expected close marker for " +
+        "Object (start marker at line: 1, column: 8) at line: 1, column: 35"
+    )
+    val msg = Errors.corruptLogFile("/t", "/t/_delta_log/x.json", e).getMessage
+    assert(msg.startsWith("[DELTA_REPLAY_CORRUPT_LOG] Cannot read /t/_delta_log/x.json"), msg)
+    assert(!msg.contains("Source:"), msg)
   }
 
   test("a missing commit file in the segment names the version") {
@@ -73,7 +203,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       withConf("spark.deltareplay.replay.mode" -> "distributed") {
         val e = intercept[Exception](ours(path).collect())
         assert(
-          e.getMessage.contains("[delta-replay]") && e.getMessage.contains("corrupt"),
+          e.getMessage.contains("[DELTA_REPLAY_CORRUPT_LOG]") && e.getMessage.contains("corrupt"),
           e.getMessage
         )
       }

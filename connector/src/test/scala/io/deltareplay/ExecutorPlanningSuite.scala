@@ -207,7 +207,7 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
           }
           val e = intercept[Exception](df.collect())
           val msg = causeMessages(e)
-          assert(msg.contains("[delta-replay] The planning manifest"), msg)
+          assert(msg.contains("[DELTA_REPLAY_MISSING_FILE] The planning manifest"), msg)
           assert(msg.contains(path) && msg.contains("planning.scratchDir"), msg)
         }
       }
@@ -225,7 +225,10 @@ class ExecutorPlanningSuite extends AnyFunSuite with DeltaOracle {
         withReplayMode("executors") {
           val e = intercept[Exception](ours(path).collect())
           val msg = causeMessages(e)
-          assert(msg.contains("[delta-replay] Executor-side planning could not write"), msg)
+          assert(
+            msg.contains("[DELTA_REPLAY_MISSING_FILE] Executor-side planning could not write"),
+            msg
+          )
           assert(msg.contains(scratch) && msg.contains("planning.scratchDir"), msg)
           assert(!msg.contains("truncated or corrupt"), msg)
         }

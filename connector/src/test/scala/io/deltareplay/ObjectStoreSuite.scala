@@ -306,7 +306,7 @@ class ObjectStoreSuite extends AnyFunSuite with DeltaOracle {
     val e = intercept[Exception](read)
     val seconds = (System.nanoTime() - started) / 1e9
     val msg = causeMessages(e)
-    assert(msg.contains("[delta-replay] Cannot read"), msg)
+    assert(msg.contains("[DELTA_REPLAY_STORE_ACCESS] Cannot read"), msg)
     assert(msg.contains(path.stripSuffix("/")), msg)
     settings.foreach(s => assert(msg.contains(s), msg))
     assert(

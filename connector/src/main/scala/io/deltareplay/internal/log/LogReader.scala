@@ -162,7 +162,7 @@ private[deltareplay] class LogReader(
   ): Option[ProtocolOrMetadata.T] =
     try TableMeta.parse(line)
     catch {
-      case NonFatal(e) => throw Errors.malformedAction(table, file.getPath.toString, e.toString)
+      case NonFatal(e) => throw Errors.malformedAction(table, file.getPath.toString, e)
     }
 
   private def checkpointProtocolAndMetadata(): Seq[ProtocolOrMetadata.T] =

@@ -70,7 +70,9 @@ private[deltareplay] class DistributedReplay(
           val direct = selectedEntries(entry)
           lazy val qe = entryFrame(entry, checkpointAdds())
           val pending = SparkBridge
-            .mapPartitionsUncleaned(direct.getOrElse(qe.toRdd))(DriverIndex.chunksOf(entry, p, _))
+            .mapPartitionsUncleaned(direct.getOrElse(logged(qe.toRdd)))(
+              DriverIndex.chunksOf(entry, p, _)
+            )
             .collectAsync()
           // any failure here (the tail's read, the job, an interrupt while waiting) cancels the
           // job; cancelling a finished one does nothing
@@ -109,7 +111,7 @@ private[deltareplay] class DistributedReplay(
           )
         } else {
           val qe = entryFrame(entry, windowLive())
-          val built = qe.toRdd.mapPartitions(DriverIndex.chunksOf(entry, p, _))
+          val built = logged(qe.toRdd).mapPartitions(DriverIndex.chunksOf(entry, p, _))
           val chunks = DistributedReplay.logErrors(segment)(built.collect())
           (
             DriverIndex(entry, p, tableId, segment.version, needStats, chunks.toVector),
@@ -191,6 +193,12 @@ private[deltareplay] class DistributedReplay(
       found
     }
 
+  /**
+   * A query's RDD: with adaptive execution, making it runs the query's shuffle stages, which read
+   * the log, so a failure there is named as the log's too.
+   */
+  private def logged[T](rdd: => T): T = DistributedReplay.logErrors(segment)(rdd)
+
   private def awaitJob[T](job: org.apache.spark.FutureAction[T]): T =
     DistributedReplay.logErrors(segment)(
       scala.concurrent.Await.result(job, scala.concurrent.duration.Duration.Inf)
@@ -203,10 +211,7 @@ private[deltareplay] class DistributedReplay(
    */
   private def checkpointHeaps(entry: FileEntry, capacity: Int) = {
     val p = paths
-    checkpointAdds()
-      .select(LiveFile.columnsOfActions: _*)
-      .queryExecution
-      .toRdd
+    logged(checkpointAdds().select(LiveFile.columnsOfActions: _*).queryExecution.toRdd)
       .mapPartitions { rows =>
         val (kept, left) = SnapshotKeys.smallestOf(
           rows,
@@ -235,7 +240,7 @@ private[deltareplay] class DistributedReplay(
     val winners = newestPerKey(keyedActions(commitActions()))
       .select(LiveFile.columnsOfActions ++ Seq(col("_key"), col("_dvKey"), col("isAdd")): _*)
     val at = LiveFile.Schema.length // _key, _dvKey, isAdd follow the live-file columns
-    val perTask = winners.queryExecution.toRdd
+    val perTask = logged(winners.queryExecution.toRdd)
       .mapPartitions { rows =>
         val held = scala.collection.mutable.ArrayBuffer.empty[(String, String)]
         val adds = rows.filter { r =>
@@ -576,10 +581,20 @@ private[deltareplay] object DistributedReplay {
       case e: org.apache.spark.SparkException =>
         ours(e).foreach(own => throw own)
         val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
+        // the file Spark's reader names (FAILED_READ_FILE's path), and the parser's own words
+        // rather than the reader's advice about its parse modes
+        val file = Errors.causes(e).collectFirst {
+          case t: org.apache.spark.SparkThrowable
+              if t.getMessageParameters != null && t.getMessageParameters.containsKey("path") =>
+            t.getMessageParameters.get("path")
+        }
+        val parser = Errors.causes(e).collectFirst {
+          case j: com.fasterxml.jackson.core.JsonProcessingException => j
+        }
         throw Errors.corruptLogFile(
           segment.table,
-          s"the log ($range up to ${segment.version})",
-          Option(e.getCause).getOrElse(e)
+          file.getOrElse(s"the log ($range up to ${segment.version})"),
+          parser.getOrElse(Option(e.getCause).getOrElse(e))
         )
     }
 

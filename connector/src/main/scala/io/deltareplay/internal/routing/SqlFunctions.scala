@@ -1,7 +1,7 @@
 package io.deltareplay.internal.routing
 
 import io.deltareplay.Errors
-import io.deltareplay.{DeltaReplay, DeltaReplayException}
+import io.deltareplay.DeltaReplay
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.expressions.{
@@ -93,6 +93,6 @@ private[deltareplay] object SqlFunctions {
       "built-in"
     )
 
-  private def usage(name: String, what: String): DeltaReplayException =
+  private def usage(name: String, what: String): Errors.DeltaReplayException =
     Errors.badFunctionCall(name, what)
 }
