@@ -35,6 +35,7 @@ Tables are cached under a directory keyed by their parameters; the manifest
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -551,6 +552,25 @@ def _write_dim(target: Path, spec: SynthSpec) -> None:
     pq.write_table(pa.table({"part": parts, "label": labels}), target / "dim.parquet")
 
 
+def _hard_link(source: Path, target: Path) -> None:
+    """A hard link to ``source`` (a seed file), or to a copy of it once the file system's limit of
+    links per file is reached (ext4: about 65,000; several 1M-file tables share one seed)."""
+    candidate, k = source, 0
+    while True:
+        try:
+            os.link(candidate, target)
+            return
+        except OSError as error:
+            if error.errno != errno.EMLINK:
+                raise
+        k += 1
+        candidate = source.with_name(f"{source.stem}.copy{k}{source.suffix}")
+        if not candidate.exists():
+            partial = candidate.with_name(candidate.name + ".partial")
+            shutil.copyfile(source, partial)
+            os.replace(partial, candidate)
+
+
 def _link_data(
     table: Path, live: list[int], files: _Files, progress: Callable[[str], None]
 ) -> None:
@@ -563,7 +583,7 @@ def _link_data(
             (table / parent).mkdir(parents=True, exist_ok=True)
             made.add(parent)
         if index != files.probe:
-            os.link(files.source(index)["path"], target)  # type: ignore[index]
+            _hard_link(Path(files.source(index)["path"]), target)  # type: ignore[index]
         if n % 200_000 == 0:
             progress(f"{n}/{len(live)} data files linked")
 
