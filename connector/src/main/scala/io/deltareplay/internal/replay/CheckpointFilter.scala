@@ -45,14 +45,20 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
       .find(_.name == CheckpointLayout.StatsParsedField)
       .map(_.dataType)
     // the partition part relaxes to true: Parquet gets the statistics part only
-    onCheckpoint(DataSkipping.and(filter.prune, filter.skip), statsType, parsedInEveryAdd).map {
-      exact =>
-        SparkBridge.column(
-          DataSkipping.and(
-            CheckpointFilter.relax(exact, _.isInstanceOf[UnresolvedAttribute]),
-            exact
-          )
+    // a checkpoint written with delta.checkpoint.writeStatsAsJson=false has no add.stats
+    val hasJson = addType.fieldNames.contains("stats")
+    onCheckpoint(
+      DataSkipping.and(filter.prune, filter.skip),
+      statsType,
+      parsedInEveryAdd,
+      hasJson
+    ).map { exact =>
+      SparkBridge.column(
+        DataSkipping.and(
+          CheckpointFilter.relax(exact, _.isInstanceOf[UnresolvedAttribute]),
+          exact
         )
+      )
     }
   }
 
@@ -69,7 +75,8 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
   private def onCheckpoint(
       e: Expression,
       statsType: Option[DataType],
-      parsedInEveryAdd: Boolean
+      parsedInEveryAdd: Boolean,
+      hasJson: Boolean
   ): Option[Expression] = {
     val partition = entry.partitionFrom(UnresolvedAttribute(Seq("add", "partitionValues")))
     val statsField = CheckpointFilter.StatsField(statsAttr)
@@ -81,7 +88,7 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
     val fromJson = mutable.LinkedHashMap.empty[Seq[String], DataType]
     e.foreach {
       case g @ statsField(names)
-          if partial && TailFilter.readable(g.dataType) &&
+          if partial && hasJson && TailFilter.readable(g.dataType) &&
             !(typed(names, g.dataType) && parsedInEveryAdd) =>
         fromJson.getOrElseUpdate(names, g.dataType)
       case _ =>

@@ -388,6 +388,22 @@ class DataSkippingSuite
         val inJsonCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
           keptFromJson.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
         }
+        // and typed statistics only (delta.checkpoint.writeStatsAsJson=false: no add.stats)
+        val typedOnly = raw
+          .where(col("add").isNotNull)
+          .withColumn("add", col("add").dropFields("stats"))
+        val typedAddType = typedOnly.schema("add").dataType.asInstanceOf[StructType]
+        val keptFromTyped = typedOnly
+          .select(col("add.path") +: filters.map { ff =>
+            coalesce(
+              CheckpointFilter(entry, ff).column(typedAddType).getOrElse(lit(true)),
+              lit(false)
+            )
+          }: _*)
+          .collect()
+        val inTypedCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
+          keptFromTyped.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
+        }
 
         phase("checkpoint filter")
         // and onto the adds of a commit tail (TailFilter), before their entries are built
@@ -423,6 +439,11 @@ class DataSkippingSuite
                 s"keeps (${f.stats})"
             )
             if (!inJsonCheckpoint(i).contains(f.path)) jsonDropped += 1
+            assert(
+              !onDriver(f.path)(i) || inTypedCheckpoint(i).contains(f.path),
+              s"$clue the checkpoint filter over typed statistics only dropped $name, which " +
+                s"skipping keeps (${f.stats})"
+            )
             assert(
               !onDriver(f.path)(i) || onTail(i).contains(f.path),
               s"$clue the tail filter dropped $name, which skipping keeps (${f.stats})"
