@@ -557,6 +557,66 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test(
+    "JSON-only statistics: a read without filters while a build with statistics is pending " +
+      "caches an index the filtered reads after the next commit roll forward"
+  ) {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      spark
+        .range(0, 400)
+        .selectExpr("id", "id % 4 AS p")
+        .repartitionByRange(40, col("id"))
+        .write
+        .format("delta")
+        .partitionBy("p")
+        .option("delta.checkpoint.writeStatsAsStruct", "false")
+        .option("delta.checkpoint.writeStatsAsJson", "true")
+        .save(path)
+      DeltaLog.forTable(spark, path).checkpoint()
+      spark
+        .range(400, 410)
+        .selectExpr("id", "id % 4 AS p")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      IndexCache.clear(spark)
+      val hold = new java.util.concurrent.CountDownLatch(1)
+      IndexBuilds.holdForTests = Some(hold)
+      try
+        withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
+          // a filtered read narrows and asks for a build with statistics (held here) ...
+          val first = ours(path).where("id = 17")
+          assert(sorted(first) === sorted(v1(path).where("id = 17")))
+          assert(deltaReplayScans(first).head.metrics.replayMode.contains("filtered by the query"))
+          // ... a read of the whole table builds the index the cache keeps ...
+          assert(sorted(ours(path)) === sorted(v1(path)))
+          spark
+            .range(410, 420)
+            .selectExpr("id", "id % 4 AS p")
+            .write
+            .format("delta")
+            .mode("append")
+            .save(path)
+          // ... and filtered reads of the next version roll it forward and skip on it
+          Seq("id = 415", "id < 30 AND p = 1").foreach { q =>
+            val df = ours(path).where(q)
+            assert(sorted(df) === sorted(v1(path).where(q)), q)
+            val m = deltaReplayScans(df).head.metrics
+            // the first rolls the index forward, the next finds the rolled one cached
+            val rolled = if (q == "id = 415") "incremental" else "cached"
+            assert(m.replayMode.startsWith(rolled), s"$q: ${m.replayMode}")
+            assert(m.filesAfterSkipping < m.liveFiles / 4, s"$q: $m")
+          }
+        }
+      finally {
+        hold.countDown()
+        IndexBuilds.holdForTests = None
+      }
+    }
+  }
+
   test("a table recreated at the same path or replaced never reuses a stale index; sessions") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

@@ -43,6 +43,8 @@ private[deltareplay] object IndexBuilds extends Logging {
   /** The builds of one session: running ones by table version; cleared with the session state. */
   private final class Builds {
     val running = ConcurrentHashMap.newKeySet[(String, String, Long)]()
+    // the running builds with statistics, by (table root, table id)
+    val withStats = new ConcurrentHashMap[(String, String), java.lang.Integer]()
     @volatile var cleared = false
   }
 
@@ -68,6 +70,8 @@ private[deltareplay] object IndexBuilds extends Logging {
     val builds = buildsOf(policy.spark)
     val running = builds.running
     if (running.add(key)) {
+      val table = (key._1, key._2)
+      if (needStats) builds.withStats.merge(table, 1, (a, b) => a + b)
       Foreground.install(sc)
       val thread = new Thread(s"delta-replay index ${s.table} v${s.version}") {
         override def run(): Unit =
@@ -105,12 +109,24 @@ private[deltareplay] object IndexBuilds extends Logging {
                 s"Building the index of ${s.table} v${s.version} in the background failed",
                 e
               )
-          } finally running.remove(key)
+          } finally {
+            running.remove(key)
+            if (needStats)
+              builds.withStats.computeIfPresent(table, (_, n) => if (n > 1) n - 1 else null)
+          }
       }
       thread.setDaemon(true)
       thread.start()
     }
   }
+
+  /**
+   * Whether a build of this table's index with statistics is under way in the background: a read
+   * without filters then builds its index with statistics too, so that its index (which the cache
+   * keeps in place of older ones) still serves the filtered reads that asked for the build.
+   */
+  def statsWanted(spark: SparkSession, root: String, tableId: String): Boolean =
+    buildsOf(spark).withStats.containsKey((root, tableId))
 
   /** Whether a background build of this table version is running (tests). */
   def isRunning(spark: SparkSession, root: String, tableId: String, version: Long): Boolean =

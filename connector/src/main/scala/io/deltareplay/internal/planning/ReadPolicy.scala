@@ -119,7 +119,15 @@ private[deltareplay] final case class ReadPolicy(
   def index(needStats: Boolean, keepPersisted: Option[StorageLevel] = None): ReplayResult = {
     val started = System.nanoTime()
     val rolled = cachedState(needStats).flatMap(e => Replay.roll(spark, segment, conf, entry, e))
-    val result = rolled.getOrElse(build(needStats, keepPersisted))
+    // a fresh index replaces the cached one: with statistics when filtered reads of this table
+    // wait for a background build with them (else a read without filters would leave the cache
+    // an index that no filtered read can use, and each of them would narrow again)
+    def withStats = needStats || conf.stateCache && IndexBuilds.statsWanted(
+      spark,
+      segment.paths.root,
+      snapshot.meta.tableId
+    )
+    val result = rolled.getOrElse(build(withStats, keepPersisted))
     if (conf.stateCache) IndexCache.offer(spark, result.index, segment.paths.root, conf)
     // an index the cache did not take is not persisted (buildOnExecutors), nothing to release
     result.copy(millis = (System.nanoTime() - started) / 1000000)
