@@ -340,7 +340,9 @@ private[deltareplay] class DistributedReplay(
     val filter = checkpointFilter.filter(_ => filtersCheckpoint && conf.checkpointTwoPass)
     if (filter.isEmpty || checkpointJson.nonEmpty) return None
     val moved = checkpointByLayout.toSeq.map { case (layout, fs) =>
-      filter.get.column(layout.addType, layout.statsParsedInEveryAdd).map(c => (layout, fs, c))
+      // over the add fields the selection reads (the JSON statistics may be left out)
+      val fields = layout.addFields(needStats, statsParsed)
+      filter.get.column(fields, layout.statsParsedInEveryAdd).map(c => (layout, fs, c))
     }
     if (moved.exists(_.isEmpty)) return None
     val parts = moved.flatten.map { case (layout, fs, f) =>
@@ -479,10 +481,15 @@ private[deltareplay] class DistributedReplay(
       }
     val fromParquet = checkpointByLayout.map { case (layout, fs) =>
       val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
-      val raw = filter.flatMap(_.column(layout.addType, layout.statsParsedInEveryAdd)) match {
-        case Some(f) if conf.checkpointTwoPass =>
-          // adds only; their JSON statistics only where a row may lack the typed ones
-          val fields = layout.addFields(needStats, statsParsed)
+      // adds only; their JSON statistics only where a row may lack the typed ones
+      val fields = layout.addFields(needStats, statsParsed)
+      val twoPass =
+        if (conf.checkpointTwoPass) filter.flatMap(_.column(fields, layout.statsParsedInEveryAdd))
+        else None
+      val raw = twoPass match {
+        case Some(f) =>
+          // the filter over the fields the selection reads: a statistic only the left-out JSON
+          // holds is unknown there (may match)
           CheckpointSelect
             .select(spark, fs, fields, f, selectedRead, selectedDecoded)
             .frame(spark)
