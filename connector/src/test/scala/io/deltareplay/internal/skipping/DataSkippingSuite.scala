@@ -11,7 +11,7 @@ import io.deltareplay.internal.index.{EntryChunk, FileEntry}
 import io.deltareplay.internal.log.{LiveFile, LogReader, TableSnapshot}
 import io.deltareplay.internal.replay.{CheckpointFilter, CheckpointLayout, LocalReplay, TailFilter}
 import io.deltareplay.test.{GeneratedCode, SharedSparkSession}
-import org.apache.spark.sql.{functions, Column, Row}
+import org.apache.spark.sql.{functions, Column, DataFrame, Row}
 import org.apache.spark.sql.catalyst.expressions.{Expression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.logical.Filter
 import org.apache.spark.sql.functions._
@@ -358,52 +358,25 @@ class DataSkippingSuite
         val raw = spark.read.parquet(checkpoint.getAbsolutePath)
         val addType = raw.schema("add").dataType.asInstanceOf[StructType]
         assert(addType.fieldNames.contains(CheckpointLayout.StatsParsedField))
-        // one pass: a column per filter (a filter that cannot move keeps every add)
-        val kept = raw
-          .where(col("add").isNotNull)
-          .select(col("add.path") +: filters.map { ff =>
-            coalesce(CheckpointFilter(entry, ff).column(addType).getOrElse(lit(true)), lit(false))
-          }: _*)
-          .collect()
-        val inCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
-          kept.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
+        // one pass over a checkpoint's adds: a column per filter (a filter that cannot move keeps
+        // every add); the paths each filter keeps
+        def keptBy(adds: DataFrame): Seq[Set[String]] = {
+          val fields = adds.schema("add").dataType.asInstanceOf[StructType]
+          val kept = adds
+            .select(col("add.path") +: filters.map { ff =>
+              coalesce(CheckpointFilter(entry, ff).column(fields).getOrElse(lit(true)), lit(false))
+            }: _*)
+            .collect()
+          filters.indices.map(i => kept.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet)
         }
+        val adds = raw.where(col("add").isNotNull)
+        val inCheckpoint = keptBy(adds)
         // a checkpoint with statistics as JSON only (as delta-rs writes it, or delta-spark with
         // writeStatsAsStruct off): the filters read the statistics they compare from the JSON
-        val jsonOnly = raw
-          .where(col("add").isNotNull)
-          .withColumn(
-            "add",
-            col("add").dropFields(CheckpointLayout.StatsParsedField)
-          )
-        val jsonAddType = jsonOnly.schema("add").dataType.asInstanceOf[StructType]
-        val keptFromJson = jsonOnly
-          .select(col("add.path") +: filters.map { ff =>
-            coalesce(
-              CheckpointFilter(entry, ff).column(jsonAddType).getOrElse(lit(true)),
-              lit(false)
-            )
-          }: _*)
-          .collect()
-        val inJsonCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
-          keptFromJson.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
-        }
+        val inJsonCheckpoint =
+          keptBy(adds.withColumn("add", col("add").dropFields(CheckpointLayout.StatsParsedField)))
         // and typed statistics only (delta.checkpoint.writeStatsAsJson=false: no add.stats)
-        val typedOnly = raw
-          .where(col("add").isNotNull)
-          .withColumn("add", col("add").dropFields("stats"))
-        val typedAddType = typedOnly.schema("add").dataType.asInstanceOf[StructType]
-        val keptFromTyped = typedOnly
-          .select(col("add.path") +: filters.map { ff =>
-            coalesce(
-              CheckpointFilter(entry, ff).column(typedAddType).getOrElse(lit(true)),
-              lit(false)
-            )
-          }: _*)
-          .collect()
-        val inTypedCheckpoint: Seq[Set[String]] = filters.indices.map { i =>
-          keptFromTyped.filter(_.getBoolean(i + 1)).map(_.getString(0)).toSet
-        }
+        val inTypedCheckpoint = keptBy(adds.withColumn("add", col("add").dropFields("stats")))
 
         phase("checkpoint filter")
         // and onto the adds of a commit tail (TailFilter), before their entries are built
