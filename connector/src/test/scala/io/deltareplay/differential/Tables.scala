@@ -400,7 +400,8 @@ object Tables {
     if (r.nextInt(3) == 0) properties += "delta.enableTypeWidening" -> "true"
     val props = properties.result()
 
-    // the history, with the columns after each step
+    // the history, with the columns after each step (a schema change updates `current` before
+    // its step is added, so the step's queries name the columns the table has after it)
     var current = columns
     var nextId = 0L
     var cmOn = cm
@@ -462,25 +463,25 @@ object Tables {
         case Feature.Add | Feature.Cleanup =>
           val kind = r.shuffle(ColumnType.all ++ ColumnType.nestedTypes.take(1)).head
           val c = column(kind, partition = false)
-          sql(s"ALTER TABLE $$t ADD COLUMNS (${c.q} ${kind.ddl})", Feature.Add)
           current = current :+ c
+          sql(s"ALTER TABLE $$t ADD COLUMNS (${c.q} ${kind.ddl})", Feature.Add)
         case Feature.Drop if cmOn && data.size > 1 =>
           val c = data(r.nextInt(data.size))
-          sql(s"ALTER TABLE $$t DROP COLUMN ${c.q}", Feature.Drop)
           current = current.filterNot(_.uid == c.uid)
+          sql(s"ALTER TABLE $$t DROP COLUMN ${c.q}", Feature.Drop)
         case Feature.DropThenAdd if cmOn && data.size > 1 =>
           // the same name again: a new column (new physical name and id, no values yet)
           val c = data(r.nextInt(data.size))
-          sql(s"ALTER TABLE $$t DROP COLUMN ${c.q}", Feature.Drop)
           current = current.filterNot(_.uid == c.uid)
+          sql(s"ALTER TABLE $$t DROP COLUMN ${c.q}", Feature.Drop)
           val again = { uid += 1; c.copy(uid = uid) }
-          sql(s"ALTER TABLE $$t ADD COLUMNS (${again.q} ${c.kind.ddl})", Feature.DropThenAdd)
           current = current :+ again
+          sql(s"ALTER TABLE $$t ADD COLUMNS (${again.q} ${c.kind.ddl})", Feature.DropThenAdd)
         case Feature.Rename if cmOn && data.nonEmpty =>
           val c = data(r.nextInt(data.size))
           val renamed = c.copy(name = name.next())
-          sql(s"ALTER TABLE $$t RENAME COLUMN ${c.q} TO ${renamed.q}", Feature.Rename)
           current = current.map(x => if (x.uid == c.uid) renamed else x)
+          sql(s"ALTER TABLE $$t RENAME COLUMN ${c.q} TO ${renamed.q}", Feature.Rename)
         case Feature.Widen =>
           data.filter(c => leaf(c) && c.kind.widened.isDefined) match {
             case Nil => ()
@@ -491,9 +492,9 @@ object Tables {
                 widening = true
               }
               val to = c.kind.widened.get
-              sql(s"ALTER TABLE $$t CHANGE COLUMN ${c.q} TYPE ${to.ddl}", Feature.Widen)
               current = current.map(x => if (x.uid == c.uid) x.copy(kind = to) else x)
               pools(c.uid) = pool(c).map(v => if (v == null) null else c.kind.widen(v))
+              sql(s"ALTER TABLE $$t CHANGE COLUMN ${c.q} TYPE ${to.ddl}", Feature.Widen)
           }
         case Feature.IndexedCols =>
           sql(
