@@ -53,7 +53,7 @@ private[deltareplay] final case class StatsFromJson(
     if (last.id == id && last.json != null && last.json == json) last.row
     else {
       val out = new GenericInternalRow(paths.size)
-      if (!reader.read(json.getBytes, out)) paths.indices.foreach(out.setNullAt)
+      if (!reader.read(json, out)) paths.indices.foreach(out.setNullAt)
       last.id = id
       last.json = json.clone()
       last.row = out

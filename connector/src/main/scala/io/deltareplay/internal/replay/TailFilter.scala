@@ -15,6 +15,7 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.json.JSONOptions
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
@@ -122,23 +123,53 @@ private[deltareplay] object TailFilter {
    * statistics JSON into a row, one ordinal per path.
    */
   final class StatsReader(paths: Seq[(Seq[String], DataType)], timeZone: String) {
+    // Built once, then only read (a reader may be shared by threads): per object of the
+    // statistics, its children by name, their names (for the case check), the ordinals at or
+    // below it and, for a leaf, its ordinal and type.
     private final class Node {
-      val children = mutable.HashMap.empty[String, Node]
+      val children = new java.util.HashMap[String, Node]()
+      var names: Array[String] = Array.empty
       var leaf: Int = -1
       var dataType: DataType = NullType
-      val below = mutable.ArrayBuffer.empty[Int]
+      val belowBuffer = mutable.ArrayBuffer.empty[Int]
+      var below: Array[Int] = Array.emptyIntArray
+
+      def freeze(): Unit = {
+        below = belowBuffer.toArray
+        names = children.keySet.toArray(Array.empty[String])
+        children.values.forEach(_.freeze())
+      }
+
+      /** Whether a child's name equals `name` but for case (Spark's reader would then differ). */
+      def differsInCase(name: String): Boolean = {
+        var i = 0
+        while (i < names.length) {
+          if (names(i).equalsIgnoreCase(name)) return true
+          i += 1
+        }
+        false
+      }
+
+      def clear(out: InternalRow): Unit = {
+        var i = 0
+        while (i < below.length) {
+          out.setNullAt(below(i))
+          i += 1
+        }
+      }
     }
     private val root = new Node
     paths.zipWithIndex.foreach { case ((names, t), i) =>
       var n = root
-      n.below += i
+      n.belowBuffer += i
       names.foreach { name =>
-        n = n.children.getOrElseUpdate(name, new Node)
-        n.below += i
+        n = n.children.computeIfAbsent(name, _ => new Node)
+        n.belowBuffer += i
       }
       n.leaf = i
       n.dataType = t
     }
+    root.freeze()
 
     private val factory: JsonFactory =
       new JSONOptions(Map.empty[String, String], timeZone, "").buildJsonFactory()
@@ -148,10 +179,20 @@ private[deltareplay] object TailFilter {
       read(json.getBytes(StandardCharsets.UTF_8), out)
 
     /** [[read]] of a document's UTF-8 bytes. */
-    def read(json: Array[Byte], out: InternalRow): Boolean = {
+    def read(json: Array[Byte], out: InternalRow): Boolean = read(json, 0, json.length, out)
+
+    /** [[read]] of a document's UTF-8 bytes held in a string (without copying them). */
+    def read(json: UTF8String, out: InternalRow): Boolean = json.getBaseObject match {
+      case bytes: Array[Byte] =>
+        read(bytes, (json.getBaseOffset - Platform.BYTE_ARRAY_OFFSET).toInt, json.numBytes, out)
+      case _ => read(json.getBytes, out)
+    }
+
+    /** [[read]] of the `length` bytes of `json` from `offset`. */
+    def read(json: Array[Byte], offset: Int, length: Int, out: InternalRow): Boolean = {
       var p: JsonParser = null
       try {
-        p = factory.createParser(json)
+        p = factory.createParser(json, offset, length)
         p.nextToken() == START_OBJECT && readObject(p, root, out) && p.nextToken() == null
       } catch {
         case NonFatal(_) => false
@@ -160,23 +201,23 @@ private[deltareplay] object TailFilter {
 
     /** From `node`'s START_OBJECT to its END_OBJECT. */
     private def readObject(p: JsonParser, node: Node, out: InternalRow): Boolean = {
-      node.below.foreach(out.setNullAt) // an object read again replaces the first, as in Spark
+      node.clear(out) // an object read again replaces the first, as in Spark
       var t = p.nextToken()
       while (t == FIELD_NAME) {
         val name = p.currentName()
         val value = p.nextToken()
-        node.children.get(name) match {
-          case Some(c) if c.leaf >= 0 =>
-            out.update(c.leaf, scalar(p, value, c.dataType))
-            p.skipChildren()
-          case Some(c) if value == START_OBJECT =>
-            if (!readObject(p, c, out)) return false
-          case Some(c) =>
-            c.below.foreach(out.setNullAt)
-            p.skipChildren()
-          case None =>
-            if (node.children.keysIterator.exists(_.equalsIgnoreCase(name))) return false
-            p.skipChildren()
+        val c = node.children.get(name)
+        if (c == null) {
+          if (node.differsInCase(name)) return false
+          p.skipChildren()
+        } else if (c.leaf >= 0) {
+          out.update(c.leaf, scalar(p, value, c.dataType))
+          p.skipChildren()
+        } else if (value == START_OBJECT) {
+          if (!readObject(p, c, out)) return false
+        } else {
+          c.clear(out)
+          p.skipChildren()
         }
         t = p.nextToken()
       }

@@ -204,6 +204,14 @@ class TailFilterSuite extends AnyFunSuite with DeltaOracle {
         json
           .eval(InternalRow(org.apache.spark.unsafe.types.UTF8String.fromString(doc)))
           .asInstanceOf[InternalRow]
+      // the same bytes in the middle of a larger buffer (as a column vector holds them) and as
+      // their own array: read in place, the same values
+      val bytes = doc.getBytes(java.nio.charset.StandardCharsets.UTF_8)
+      val padded = Array.fill[Byte](7)('{') ++ bytes ++ Array.fill[Byte](5)('}')
+      val slice = org.apache.spark.unsafe.types.UTF8String.fromBytes(padded, 7, bytes.length)
+      val inPlace =
+        json.copy(id = StatsFromJson.nextId()).eval(InternalRow(slice)).asInstanceOf[InternalRow]
+      assert(inPlace.toSeq(json.dataType) == ours.toSeq(json.dataType), s"in place: $doc")
       readable.zipWithIndex.foreach { case ((names, t), i) =>
         if (!ours.isNullAt(i)) {
           values += 1
