@@ -58,6 +58,7 @@ object TestJvms {
   val firstLocalJvm: Set[String] = Set(
     "DifferentialSuite",
     "SnapshotIndexSuite",
+    "FirstReadSuite",
     "BatchReadSuite",
     "CorrectnessSuite",
     "ExecutorPlanningSuite",
