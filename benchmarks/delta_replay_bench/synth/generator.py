@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session("bench-synth", connector=False, driver_memory=args.driver_memory)
     try:
         if args.real:
-            from ..tables import real_table  # the module as before the split (none: --real fails)
+            from ..replay.tables import real_table
 
             table = real_table(spark, args.files, Path(args.root))
         else:
