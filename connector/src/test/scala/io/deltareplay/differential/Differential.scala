@@ -127,7 +127,7 @@ trait Differential { oracle: DeltaOracle =>
     spark.udf.register("dr_same", (s: String) => s)
     val table = Tables.generate(seed, shape)
     val path = new File(dir, s"t$seed").getAbsolutePath
-    val r = new Random(seed * 31 + 7)
+    val r = Tables.random(seed * 31 + 7)
     withConf("spark.sql.session.timeZone" -> table.timeZone) {
       var stats = RunStats(1, 0, 0, 0, 0, Nil)
       val written = scala.collection.mutable.Map.empty[(Int, String), Vector[Any]]
