@@ -176,7 +176,8 @@ object DeltaReplayOptions {
       ReadAndSession,
       Whole(0),
       (16L << 20).toString,
-      "`auto` replay: log bytes above which replay runs as a Spark job."
+      "`auto` replay: log bytes above which replay runs as a Spark job (a log without a " +
+        "checkpoint: also above `replay.tailFastPathMaxBytes`)."
     ),
     setting(
       ReplayPartitions,
@@ -190,7 +191,8 @@ object DeltaReplayOptions {
       ReadAndSession,
       Whole(0),
       (64L << 20).toString,
-      "Commits after the checkpoint up to this size are reconciled on the driver."
+      "Commits after the checkpoint up to this size are reconciled on the driver (`auto`: " +
+        "a log of commits only, too)."
     ),
     setting(
       TailBroadcastMaxBytes,

@@ -199,6 +199,31 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("auto: a log without a checkpoint is replayed on the driver up to tailFastPathMaxBytes") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      (0 until 3).foreach { i =>
+        spark.range(i * 10, i * 10 + 10).write.format("delta").mode("append").save(path)
+      }
+      val threshold = "spark.deltareplay.replay.distributedThresholdBytes" -> "0"
+      val tail = "spark.deltareplay.replay.tailFastPathMaxBytes"
+      def fresh(): String = { IndexCache.clear(spark); modeOf(path) }
+      withConf(threshold) {
+        assert(fresh() === "local", "commits only, within the fast path's bound")
+        assertSameAsV1(path, modes = Seq("auto"))
+        withConf(tail -> "0")(assert(fresh().startsWith("distributed")))
+        DeltaLog.forTable(spark, path).checkpoint()
+        spark.range(30, 40).write.format("delta").mode("append").save(path)
+        DeltaLog.clearCache()
+        assert(fresh().startsWith("distributed"), "a checkpoint and its tail: the fast path")
+        assertSameAsV1(path, modes = Seq("auto"))
+      }
+      withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "1000000000") {
+        assert(fresh() === "local")
+      }
+    }
+  }
+
   test("the commits after a checkpoint are parsed ahead of need when a DataFrame is created") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

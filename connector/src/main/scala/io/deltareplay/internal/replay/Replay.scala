@@ -118,12 +118,24 @@ private[deltareplay] object Replay {
     ReplayResult(index, s"${replay.modeLabel}, on the executors", actions, 0L, tasks)
   }
 
-  /** Whether the replay of `segment` runs as a Spark job (the mode, or `auto`'s size rule). */
+  /**
+   * Whether the replay of `segment` runs as a Spark job: the mode, or `auto`'s size rule. In `auto`
+   * a log over `replay.distributedThresholdBytes` runs as a job, except a log of commits only (no
+   * checkpoint) within `replay.tailFastPathMaxBytes`: the driver reconciles that much JSON after a
+   * checkpoint anyway (the fast path), and a job over it would only parse the same commits with
+   * Spark's JSON reader, shuffle every action and bring the survivors back (100K files in 40 MB of
+   * commits: 15 s as a job on `local[2]`, 7 s on the driver).
+   */
   def isDistributed(segment: LogSegment, conf: ReadConf): Boolean = conf.replayMode match {
     case ReplayMode.Local => false
     case ReplayMode.Distributed => true
-    case ReplayMode.Auto => segment.totalBytes > conf.distributedThresholdBytes
+    case ReplayMode.Auto =>
+      segment.totalBytes > conf.distributedThresholdBytes && !commitsOnDriver(segment, conf)
   }
+
+  /** A log of commits only whose size the driver reconciles as a checkpoint's tail. */
+  def commitsOnDriver(segment: LogSegment, conf: ReadConf): Boolean =
+    segment.checkpointVersion.isEmpty && segment.commitBytes <= conf.tailFastPathMaxBytes
 
   /** Shares identical partition-value maps between files (most files share a few). */
   final class Interner {
