@@ -276,7 +276,8 @@ object DeltaReplayOptions {
       ReadAndSession,
       StorageLevelName,
       "MEMORY_AND_DISK",
-      "Storage level of a snapshot index kept on the executors."
+      "Storage level of a snapshot index kept on the executors (unset, with a `local` master: " +
+        "DISK_ONLY)."
     ),
     setting(
       PlanningMode,

@@ -2,7 +2,11 @@ package io.deltareplay
 
 import java.io.File
 
+import io.deltareplay.internal.log.TableSnapshot
+import io.deltareplay.internal.replay.DistributedReplay
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
+import org.apache.spark.SparkException
+import org.apache.spark.memory.SparkOutOfMemoryError
 import org.apache.spark.sql.AnalysisException
 import org.apache.spark.sql.delta.DeltaLog
 import org.scalatest.funsuite.AnyFunSuite
@@ -209,6 +213,63 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       }
     }
   }
+
+  test("a replay job that failed for memory or was cancelled is not called a corrupt log") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      write(path, 2)
+      val segment = TableSnapshot.load(spark, path, None, None, sessionConf).segment
+      def through(e: Exception): Throwable =
+        intercept[Throwable](DistributedReplay.logErrors(segment)(throw e))
+      val memory = Seq(
+        new SparkException(
+          "task failed",
+          new SparkOutOfMemoryError(
+            "UNABLE_TO_ACQUIRE_MEMORY",
+            java.util.Map.of("requestedBytes", "64", "receivedBytes", "0")
+          )
+        ),
+        new SparkException(
+          "task failed",
+          new java.io.IOException(
+            new SparkException("_LEGACY_ERROR_TEMP_2105", Map.empty[String, String], null)
+          )
+        )
+      )
+      memory.foreach(e => assert(through(e) eq e))
+      // a real job, cancelled while it runs
+      val sc = spark.sparkContext
+      val started = new java.util.concurrent.CountDownLatch(1)
+      val listener = new org.apache.spark.scheduler.SparkListener {
+        override def onTaskStart(t: org.apache.spark.scheduler.SparkListenerTaskStart): Unit =
+          started.countDown()
+      }
+      sc.addSparkListener(listener)
+      val group = "errors-suite-cancelled"
+      val job = new Thread(() => {
+        sc.setJobGroup(group, "a job to cancel", interruptOnCancel = true)
+        val thrown = scala.util.Try(DistributedReplay.logErrors(segment) {
+          sc.parallelize(1 to 2, 2).map { i => Thread.sleep(60000); i }.collect()
+        })
+        cancelled = thrown.failed.toOption
+      })
+      job.start()
+      try assert(started.await(60, java.util.concurrent.TimeUnit.SECONDS))
+      finally sc.removeSparkListener(listener)
+      sc.cancelJobGroup(group)
+      job.join(60000)
+      val e = cancelled.getOrElse(fail("the cancelled job did not fail"))
+      assert(!e.isInstanceOf[DeltaReplayException.CorruptLog], e.getMessage)
+      assert(e.getMessage.contains("cancelled"), e.getMessage)
+      // a log file that does not parse still is one
+      val corrupt = new SparkException(
+        "task failed",
+        new com.fasterxml.jackson.core.JsonParseException(null, "Unexpected end-of-input")
+      )
+      assert(through(corrupt).isInstanceOf[DeltaReplayException.CorruptLog])
+    }
+  }
+  @volatile private var cancelled: Option[Throwable] = None
 
   test("a corrupt checkpoint with nothing older to fall back to names the checkpoint") {
     withTempDir { dir =>

@@ -318,7 +318,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         O.StateMaxTailBytes -> "1000",
         O.MetadataAggregates -> "false",
         O.DataSkipping -> "false",
-        O.IndexStorageLevel -> "DISK_ONLY",
+        O.IndexStorageLevel -> "MEMORY_ONLY_SER",
         O.SnapshotSliceFiles -> "7",
         O.PlanningMode -> "driver",
         O.PlanningExecutorsMinFiles -> "5",

@@ -106,6 +106,22 @@ private[deltareplay] object ReadConf {
     found.orElse(setting.default.map(Resolved(_, setting.sessionKey)))
   }
 
+  /** Whether the read's options or the session give `name` (else its default applies). */
+  private def isSet(spark: SparkSession, options: Map[String, String], name: String): Boolean = {
+    val setting = O.settingNamed(name).getOrElse(sys.error(s"no setting $name"))
+    (setting.scope.isReadOption && options.keys.exists(_.equalsIgnoreCase(setting.name))) ||
+    (setting.scope.isSessionKey && spark.conf.getOption(setting.sessionKey).isDefined)
+  }
+
+  /**
+   * Whether the executors run in the driver's JVM (`local`, `local[n]`; not `local-cluster`). An
+   * index lives on the executors when the driver's heap is too small for it (`planning.mode` auto),
+   * so there it is kept on disk by default: in memory it would fill that same heap's storage pool
+   * (a 10M-file index in a 2 GB driver left too little memory for the query's own tasks).
+   */
+  def executorsInDriver(master: String): Boolean =
+    master == "local" || master.startsWith("local[")
+
   /** Checks the value of every setting `options` and the session give (errors name the key). */
   def validate(spark: SparkSession, options: Map[String, String]): Unit =
     O.Settings.foreach(s => resolve(spark, options, s))
@@ -134,7 +150,14 @@ private[deltareplay] object ReadConf {
       },
       stateMaxTailBytes = long(O.StateMaxTailBytes),
       metadataAggregates = bool(O.MetadataAggregates),
-      indexStorageLevel = storageLevel(O.IndexStorageLevelKey, get(O.IndexStorageLevel)),
+      indexStorageLevel =
+        if (
+          isSet(spark, options, O.IndexStorageLevel) || !executorsInDriver(
+            spark.sparkContext.master
+          )
+        )
+          storageLevel(O.IndexStorageLevelKey, get(O.IndexStorageLevel))
+        else StorageLevel.DISK_ONLY,
       snapshotSliceFiles = math.min(long(O.SnapshotSliceFiles), Int.MaxValue.toLong).toInt,
       planningMode = PlanningMode.parse(get(O.PlanningMode)),
       executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {

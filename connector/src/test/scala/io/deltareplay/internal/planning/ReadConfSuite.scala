@@ -17,7 +17,20 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
   test("defaults, then session keys, then read options (keys case-insensitive)") {
     val defaults = ReadConf(spark, Map.empty)
     assert(defaults.replayMode === ReplayMode.Auto && defaults.planningMode === PlanningMode.Auto)
-    assert(defaults.indexStorageLevel === StorageLevel.MEMORY_AND_DISK)
+    // unset, the index on the executors is kept on disk where they are the driver's JVM
+    assert(spark.sparkContext.master.startsWith("local["))
+    assert(defaults.indexStorageLevel === StorageLevel.DISK_ONLY)
+    withSession(O.IndexStorageLevel, "MEMORY_AND_DISK") {
+      assert(ReadConf(spark, Map.empty).indexStorageLevel === StorageLevel.MEMORY_AND_DISK)
+    }
+    assert(
+      ReadConf(spark, Map("INDEX.storageLevel" -> "memory_and_disk")).indexStorageLevel ===
+        StorageLevel.MEMORY_AND_DISK
+    )
+    assert(Seq("local", "local[2]", "local[*]").forall(ReadConf.executorsInDriver))
+    assert(
+      !Seq("local-cluster[2,1,1024]", "yarn", "spark://h:7077").exists(ReadConf.executorsInDriver)
+    )
     assert(defaults.stateCacheBudgetBytes === Runtime.getRuntime.maxMemory() / 10)
     withSession(O.ReplayMode, "local") {
       assert(ReadConf(spark, Map.empty).replayMode === ReplayMode.Local)
