@@ -50,7 +50,20 @@ def run_job(job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         os.unlink(f.name)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
-            return dict(json.loads(line.removeprefix("RESULT ")))
+            return _with_jvm_failure(dict(json.loads(line.removeprefix("RESULT "))), proc.stderr)
     lines = [x for x in proc.stderr.strip().splitlines() if "Error" in x or "Exception" in x]
     tail = (lines or proc.stderr.strip().splitlines() or ["no output"])[-1]
     return {"error": f"exit {proc.returncode}: {tail[:400]}"}
+
+
+def _with_jvm_failure(result: dict[str, Any], stderr: str) -> dict[str, Any]:
+    """A cell whose JVM died under it (Python sees only a refused connection) names why."""
+    error = result.get("error")
+    if not isinstance(error, str) or "OutOfMemoryError" in error:
+        return result
+    lines = stderr.strip().splitlines()
+    oom = next((x.strip() for x in lines if "OutOfMemoryError" in x), None)
+    died = oom or next((x.strip() for x in lines if "SparkUncaughtExceptionHandler" in x), None)
+    if died:
+        result["error"] = f"{error} (the JVM: {died[:300]})"
+    return result
