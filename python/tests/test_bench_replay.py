@@ -215,6 +215,23 @@ def test_merge_keeps_rows_not_measured_again() -> None:
     ]
 
 
+def test_a_cell_whose_jvm_died_names_the_jvms_error() -> None:
+    from delta_replay_bench.replay.processes import _with_jvm_failure
+
+    stderr = (
+        "26/11/28 15:14:17 WARN MemoryStore: Not enough space to cache rdd_46_0 in memory!\n"
+        "Caused by: java.lang.RuntimeException: java.lang.OutOfMemoryError: Java heap space\n"
+        "\tat org.apache.spark.sql.execution.SparkPlan.execute(SparkPlan.scala:1)\n"
+    )
+    refused = {"cold_selective": {"s": 1.0}, "error": "ConnectionRefusedError: [Errno 111]"}
+    named = _with_jvm_failure(dict(refused), stderr)
+    assert named["error"].startswith("ConnectionRefusedError: [Errno 111] (the JVM: Caused by")
+    assert "OutOfMemoryError: Java heap space" in named["error"]
+    # a cell that failed on its own, or whose JVM said nothing, is left as it is
+    assert _with_jvm_failure(dict(refused), "WARN nothing fatal\n") == refused
+    assert _with_jvm_failure({"s": 2.0}, stderr) == {"s": 2.0}
+
+
 def test_report_says_a_retained_heap_within_the_noise_is_noise() -> None:
     def row(reader: str, heap: float) -> dict[str, object]:
         return {
