@@ -3,7 +3,7 @@ package io.deltareplay
 import java.io.File
 
 import io.deltareplay.internal.log.TableSnapshot
-import io.deltareplay.internal.replay.DistributedReplay
+import io.deltareplay.internal.replay.LogJobErrors
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
 import org.apache.spark.SparkException
 import org.apache.spark.memory.SparkOutOfMemoryError
@@ -220,7 +220,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       write(path, 2)
       val segment = TableSnapshot.load(spark, path, None, None, sessionConf).segment
       def through(e: Exception): Throwable =
-        intercept[Throwable](DistributedReplay.logErrors(segment)(throw e))
+        intercept[Throwable](LogJobErrors.forLog(segment)(throw e))
       val memory = Seq(
         new SparkException(
           "task failed",
@@ -248,7 +248,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       val group = "errors-suite-cancelled"
       val job = new Thread(() => {
         sc.setJobGroup(group, "a job to cancel", interruptOnCancel = true)
-        val thrown = scala.util.Try(DistributedReplay.logErrors(segment) {
+        val thrown = scala.util.Try(LogJobErrors.forLog(segment) {
           sc.parallelize(1 to 2, 2).map { i => Thread.sleep(60000); i }.collect()
         })
         cancelled = thrown.failed.toOption

@@ -2,7 +2,7 @@ package io.deltareplay.internal.planning
 
 import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, FileEntry}
 import io.deltareplay.internal.log.{DvDescriptor, TableSnapshot}
-import io.deltareplay.internal.replay.{DistributedReplay, Replay}
+import io.deltareplay.internal.replay.{LogJobErrors, Replay}
 import io.deltareplay.internal.scan.ScanMetrics
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.catalyst.InternalRow
@@ -284,7 +284,7 @@ private[deltareplay] object MetadataAggregates {
         }
         Iterator(p)
       }
-      DistributedReplay.logErrors(segment)(folded.collect())
+      LogJobErrors.forLog(segment)(folded.collect())
     }
     partials.reduceOption(_ merge _).getOrElse(new Partial(fs.toArray, layout)).finish()
   }

@@ -2,7 +2,6 @@ package io.deltareplay.internal.replay
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.Errors
 import io.deltareplay.internal.index.{DriverIndex, FileEntry, SnapshotKeys}
 import io.deltareplay.internal.log.{DvDescriptor, FileAction, LiveFile, LogReader, LogSegment}
 import io.deltareplay.internal.planning.ReadConf
@@ -86,7 +85,7 @@ private[deltareplay] class DistributedReplay(
                 .filter(_.narrows)
               val keep = onTail.fold((_: LiveFile) => true)(f => f.keeps)
               val added = DriverIndex.tailChunk(entry, p, t, entry.projector(), keep)
-              val chunks = DistributedReplay.logErrors(segment)(
+              val chunks = LogJobErrors.forLog(segment)(
                 scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
               )
               (t, added, chunks)
@@ -112,7 +111,7 @@ private[deltareplay] class DistributedReplay(
         } else {
           val qe = entryFrame(entry, windowLive())
           val built = logged(qe.toRdd).mapPartitions(DriverIndex.chunksOf(entry, p, _))
-          val chunks = DistributedReplay.logErrors(segment)(built.collect())
+          val chunks = LogJobErrors.forLog(segment)(built.collect())
           (
             DriverIndex(entry, p, tableId, segment.version, needStats, chunks.toVector),
             DistributedReplay.scannedRows(qe.executedPlan)
@@ -197,10 +196,10 @@ private[deltareplay] class DistributedReplay(
    * A query's RDD: with adaptive execution, making it runs the query's shuffle stages, which read
    * the log, so a failure there is named as the log's too.
    */
-  private def logged[T](rdd: => T): T = DistributedReplay.logErrors(segment)(rdd)
+  private def logged[T](rdd: => T): T = LogJobErrors.forLog(segment)(rdd)
 
   private def awaitJob[T](job: org.apache.spark.FutureAction[T]): T =
-    DistributedReplay.logErrors(segment)(
+    LogJobErrors.forLog(segment)(
       scala.concurrent.Await.result(job, scala.concurrent.duration.Duration.Inf)
     )
 
@@ -259,7 +258,7 @@ private[deltareplay] class DistributedReplay(
           )
         Iterator((held.toArray, DistributedReplay.asEntries(entry, kept)))
       }
-    val results = DistributedReplay.logErrors(segment)(perTask.collect())
+    val results = LogJobErrors.forLog(segment)(perTask.collect())
     (results.iterator.flatMap(_._1).toSet, results.flatMap(_._2))
   }
 
@@ -577,57 +576,6 @@ private[deltareplay] object DistributedReplay {
    */
   def fastPath(segment: LogSegment, conf: ReadConf): Boolean =
     segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
-
-  /**
-   * Runs a job over the log of `segment`, turning a failure into an error that names the log; an
-   * error of ours raised in a task (it already names what failed) comes through as it is.
-   */
-  def logErrors[T](segment: LogSegment)(job: => T): T =
-    try job
-    catch {
-      case e: org.apache.spark.SparkException =>
-        ours(e).foreach(own => throw own)
-        if (notTheLog(e)) throw e
-        val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
-        // the file Spark's reader names (FAILED_READ_FILE's path), and the parser's own words
-        // rather than the reader's advice about its parse modes
-        val file = Errors.causes(e).collectFirst {
-          case t: org.apache.spark.SparkThrowable
-              if t.getMessageParameters != null && t.getMessageParameters.containsKey("path") =>
-            t.getMessageParameters.get("path")
-        }
-        val parser = Errors.causes(e).collectFirst {
-          case j: com.fasterxml.jackson.core.JsonProcessingException => j
-        }
-        throw Errors.corruptLogFile(
-          segment.table,
-          file.getOrElse(s"the log ($range up to ${segment.version})"),
-          parser.getOrElse(Option(e.getCause).getOrElse(e))
-        )
-    }
-
-  /**
-   * Whether a failed job failed for want of memory or was cancelled, not on the log's bytes: such a
-   * failure passes through as Spark raised it (calling the log corrupt would send the user to
-   * restore a sound table).
-   */
-  def notTheLog(e: Throwable): Boolean = Errors.causes(e).exists {
-    case _: OutOfMemoryError => true // Spark's SparkOutOfMemoryError too
-    case _: org.apache.spark.TaskKilledException => true
-    case t: org.apache.spark.SparkThrowable =>
-      Option(t.getSqlState).exists(_.startsWith("53")) || // insufficient resources
-      Option(t.getCondition).exists(ResourceConditions.contains)
-    case _ => false
-  }
-
-  /** Conditions of a job that failed for resources, or was cancelled, and carry no SQL state. */
-  private val ResourceConditions = Set(
-    "SPARK_JOB_CANCELLED",
-    "_LEGACY_ERROR_TEMP_2105" // Could not allocate memory to grow BytesToBytesMap.
-  )
-
-  private def ours(e: Throwable): Option[Errors.DeltaReplayException] =
-    Errors.causes(e).collectFirst { case d: Errors.DeltaReplayException => d }
 
   /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
   def scannedRows(plan: SparkPlan): Long = {

@@ -100,7 +100,7 @@ private[deltareplay] object Replay {
     val description = s"delta-replay: index ${segment.table} v${segment.version} on the executors"
     val ((index, actions), tasks) = inJobGroup(spark, description) {
       val (live, tailActions) = replay.liveFrame()
-      val index = DistributedReplay.logErrors(segment) {
+      val index = LogJobErrors.forLog(segment) {
         ExecutorIndex.build(
           spark,
           entry,

@@ -1,0 +1,63 @@
+package io.deltareplay.internal.replay
+
+import io.deltareplay.Errors
+import io.deltareplay.internal.log.LogSegment
+
+/**
+ * What a failed Spark job over a table's log tells the user: the log file that does not read (a
+ * corrupt log, naming the file), an error of ours raised in a task as it is, and a job that failed
+ * for want of resources or was cancelled as Spark raised it.
+ */
+private[deltareplay] object LogJobErrors {
+
+  /**
+   * Runs a job over the log of `segment`, turning a failure into an error that names the log; an
+   * error of ours raised in a task (it already names what failed) comes through as it is.
+   */
+  def forLog[T](segment: LogSegment)(job: => T): T =
+    try job
+    catch {
+      case e: org.apache.spark.SparkException =>
+        ours(e).foreach(own => throw own)
+        if (notTheLog(e)) throw e
+        val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
+        // the file Spark's reader names (FAILED_READ_FILE's path), and the parser's own words
+        // rather than the reader's advice about its parse modes
+        val file = Errors.causes(e).collectFirst {
+          case t: org.apache.spark.SparkThrowable
+              if t.getMessageParameters != null && t.getMessageParameters.containsKey("path") =>
+            t.getMessageParameters.get("path")
+        }
+        val parser = Errors.causes(e).collectFirst {
+          case j: com.fasterxml.jackson.core.JsonProcessingException => j
+        }
+        throw Errors.corruptLogFile(
+          segment.table,
+          file.getOrElse(s"the log ($range up to ${segment.version})"),
+          parser.getOrElse(Option(e.getCause).getOrElse(e))
+        )
+    }
+
+  /**
+   * Whether a failed job failed for want of memory or was cancelled, not on the log's bytes: such a
+   * failure passes through as Spark raised it (calling the log corrupt would send the user to
+   * restore a sound table).
+   */
+  def notTheLog(e: Throwable): Boolean = Errors.causes(e).exists {
+    case _: OutOfMemoryError => true // Spark's SparkOutOfMemoryError too
+    case _: org.apache.spark.TaskKilledException => true
+    case t: org.apache.spark.SparkThrowable =>
+      Option(t.getSqlState).exists(_.startsWith("53")) || // insufficient resources
+      Option(t.getCondition).exists(ResourceConditions.contains)
+    case _ => false
+  }
+
+  /** Conditions of a job that failed for resources, or was cancelled, and carry no SQL state. */
+  private val ResourceConditions = Set(
+    "SPARK_JOB_CANCELLED",
+    "_LEGACY_ERROR_TEMP_2105" // Could not allocate memory to grow BytesToBytesMap.
+  )
+
+  private def ours(e: Throwable): Option[Errors.DeltaReplayException] =
+    Errors.causes(e).collectFirst { case d: Errors.DeltaReplayException => d }
+}
