@@ -64,7 +64,10 @@ private[deltareplay] final case class ReadPolicy(
         }
 
   /** Whether a replay of this version runs as a Spark job (the mode, or `auto`'s size rule). */
-  def replaysDistributed: Boolean = Replay.isDistributed(segment, conf)
+  def replaysDistributed: Boolean = Replay.isDistributed(segment, conf, logBytes)
+
+  /** The bytes of this version's log, sidecars included ([[Replay.logBytes]]). */
+  private lazy val logBytes: Long = Replay.logBytes(spark, segment, conf)
 
   /**
    * Where a fresh index of this version lives. `auto` puts it on the executors when the table has
@@ -90,7 +93,7 @@ private[deltareplay] final case class ReadPolicy(
         Home.Driver
       case PlanningMode.Auto =>
         // No log holds a file action in under 8 bytes: smaller logs skip the footer reads.
-        val big = segment.totalBytes >= 8 * conf.executorsMinFiles &&
+        val big = logBytes >= 8 * conf.executorsMinFiles &&
           new LogReader(spark, segment, conf).estimatedFiles() >= conf.executorsMinFiles
         if (big) Home.Executors else Home.Driver
     }
@@ -141,7 +144,16 @@ private[deltareplay] final case class ReadPolicy(
   private def build(needStats: Boolean, keepPersisted: Option[StorageLevel]): ReplayResult =
     home match {
       case Home.Driver =>
-        Replay.buildOnDriver(spark, segment, snapshot.meta.tableId, conf, entry, needStats)
+        val distributed = replaysDistributed
+        Replay.buildOnDriver(
+          spark,
+          segment,
+          snapshot.meta.tableId,
+          conf,
+          entry,
+          needStats,
+          distributed
+        )
       case Home.Executors =>
         // A cached index is persisted; a read that keeps nothing plans over the replay directly.
         val cached = conf.stateCache && conf.replayMode == ReplayMode.Auto &&

@@ -63,16 +63,17 @@ private[deltareplay] object Replay {
       }
     }
 
-  /** A fresh index on the driver, replayed locally or as a Spark job. */
+  /** A fresh index on the driver, replayed locally or as a Spark job (`distributed`). */
   def buildOnDriver(
       spark: SparkSession,
       segment: LogSegment,
       tableId: String,
       conf: ReadConf,
       entry: FileEntry,
-      needStats: Boolean
+      needStats: Boolean,
+      distributed: Boolean
   ): ReplayResult =
-    if (isDistributed(segment, conf)) {
+    if (distributed) {
       val (index, mode, actions, tasks) =
         new DistributedReplay(spark, segment, conf, needStats, Some(entry)).index(entry, tableId)
       ReplayResult(index, mode, actions, 0L, tasks)
@@ -120,18 +121,29 @@ private[deltareplay] object Replay {
 
   /**
    * Whether the replay of `segment` runs as a Spark job: the mode, or `auto`'s size rule. In `auto`
-   * a log over `replay.distributedThresholdBytes` runs as a job, except a log of commits only (no
-   * checkpoint) within `replay.tailFastPathMaxBytes`: the driver reconciles that much JSON after a
-   * checkpoint anyway (the fast path), and a job over it would only parse the same commits with
-   * Spark's JSON reader, shuffle every action and bring the survivors back (100K files in 40 MB of
-   * commits: 15 s as a job on `local[2]`, 7 s on the driver).
+   * a log of over `replay.distributedThresholdBytes` ([[logBytes]]) runs as a job, except a log of
+   * commits only (no checkpoint) within `replay.tailFastPathMaxBytes`: the driver reconciles that
+   * much JSON after a checkpoint anyway (the fast path), and a job over it would only parse the
+   * same commits with Spark's JSON reader, shuffle every action and bring the survivors back (100K
+   * files in 40 MB of commits: 15 s as a job on `local[2]`, 7 s on the driver).
    */
-  def isDistributed(segment: LogSegment, conf: ReadConf): Boolean = conf.replayMode match {
-    case ReplayMode.Local => false
-    case ReplayMode.Distributed => true
-    case ReplayMode.Auto =>
-      segment.totalBytes > conf.distributedThresholdBytes && !commitsOnDriver(segment, conf)
-  }
+  def isDistributed(segment: LogSegment, conf: ReadConf, logBytes: Long): Boolean =
+    conf.replayMode match {
+      case ReplayMode.Local => false
+      case ReplayMode.Distributed => true
+      case ReplayMode.Auto =>
+        logBytes > conf.distributedThresholdBytes && !commitsOnDriver(segment, conf)
+    }
+
+  /**
+   * The bytes of `segment`'s log, what `auto`'s size rules weigh: its checkpoint files and commits,
+   * and the sidecars a V2 checkpoint's top-level file names (the listing sees only that file: a few
+   * KB for a million adds, whose sidecars hold them all). Reads the top-level file of a V2
+   * checkpoint.
+   */
+  def logBytes(spark: SparkSession, segment: LogSegment, conf: ReadConf): Long =
+    if (segment.checkpointKind != "v2") segment.totalBytes
+    else segment.totalBytes + new LogReader(spark, segment, conf).sidecars().map(_.getLen).sum
 
   /** A log of commits only whose size the driver reconciles as a checkpoint's tail. */
   def commitsOnDriver(segment: LogSegment, conf: ReadConf): Boolean =
