@@ -246,19 +246,20 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       }
       sc.addSparkListener(listener)
       val group = "errors-suite-cancelled"
+      val cancelled = new java.util.concurrent.atomic.AtomicReference[Throwable]()
       val job = new Thread(() => {
         sc.setJobGroup(group, "a job to cancel", interruptOnCancel = true)
         val thrown = scala.util.Try(LogJobErrors.forLog(segment) {
           sc.parallelize(1 to 2, 2).map { i => Thread.sleep(60000); i }.collect()
         })
-        cancelled = thrown.failed.toOption
+        thrown.failed.foreach(cancelled.set)
       })
       job.start()
       try assert(started.await(60, java.util.concurrent.TimeUnit.SECONDS))
       finally sc.removeSparkListener(listener)
       sc.cancelJobGroup(group)
       job.join(60000)
-      val e = cancelled.getOrElse(fail("the cancelled job did not fail"))
+      val e = Option(cancelled.get).getOrElse(fail("the cancelled job did not fail"))
       assert(!e.isInstanceOf[DeltaReplayException.CorruptLog], e.getMessage)
       assert(e.getMessage.contains("cancelled"), e.getMessage)
       // a log file that does not parse still is one
@@ -269,7 +270,6 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       assert(through(corrupt).isInstanceOf[DeltaReplayException.CorruptLog])
     }
   }
-  @volatile private var cancelled: Option[Throwable] = None
 
   test("a corrupt checkpoint with nothing older to fall back to names the checkpoint") {
     withTempDir { dir =>

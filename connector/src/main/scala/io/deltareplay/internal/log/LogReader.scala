@@ -278,8 +278,13 @@ private[deltareplay] class LogReader(
     }
   }
 
-  /** Sidecar files named by a V2 checkpoint's top-level file (empty for other checkpoints). */
-  def sidecars(): Seq[FileStatus] = {
+  /**
+   * Sidecar files named by a V2 checkpoint's top-level file (empty for other checkpoints); read
+   * once per reader.
+   */
+  def sidecars(): Seq[FileStatus] = sidecarFiles
+
+  private lazy val sidecarFiles: Seq[FileStatus] = {
     val sidecarDir = new Path(segment.logPath, "_sidecars")
     val names = segment.checkpoint.flatMap { file =>
       if (file.getPath.getName.endsWith(".json")) {

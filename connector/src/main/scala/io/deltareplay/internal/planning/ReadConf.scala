@@ -91,13 +91,7 @@ private[deltareplay] object ReadConf {
       options: Map[String, String],
       setting: O.Setting
   ): Option[Resolved] = {
-    val fromOption =
-      if (!setting.scope.isReadOption) None
-      else options.find(_._1.equalsIgnoreCase(setting.name)).map { case (k, v) => Resolved(v, k) }
-    val fromSession =
-      if (!setting.scope.isSessionKey) None
-      else spark.conf.getOption(setting.sessionKey).map(Resolved(_, setting.sessionKey))
-    val found = fromOption.orElse(fromSession)
+    val found = givenByUser(spark, options, setting)
     found.foreach { r =>
       if (!setting.kind.accepts(r.value)) {
         throw Errors.badOption(r.key, r.value.trim, setting.kind.expected)
@@ -106,11 +100,19 @@ private[deltareplay] object ReadConf {
     found.orElse(setting.default.map(Resolved(_, setting.sessionKey)))
   }
 
-  /** Whether the read's options or the session give `name` (else its default applies). */
-  private def isSet(spark: SparkSession, options: Map[String, String], name: String): Boolean = {
-    val setting = O.settingNamed(name).getOrElse(sys.error(s"no setting $name"))
-    (setting.scope.isReadOption && options.keys.exists(_.equalsIgnoreCase(setting.name))) ||
-    (setting.scope.isSessionKey && spark.conf.getOption(setting.sessionKey).isDefined)
+  /** The value the read's options or the session give a setting, if either does. */
+  private def givenByUser(
+      spark: SparkSession,
+      options: Map[String, String],
+      setting: O.Setting
+  ): Option[Resolved] = {
+    val fromOption =
+      if (!setting.scope.isReadOption) None
+      else options.find(_._1.equalsIgnoreCase(setting.name)).map { case (k, v) => Resolved(v, k) }
+    def fromSession =
+      if (!setting.scope.isSessionKey) None
+      else spark.conf.getOption(setting.sessionKey).map(Resolved(_, setting.sessionKey))
+    fromOption.orElse(fromSession)
   }
 
   /**
@@ -127,10 +129,13 @@ private[deltareplay] object ReadConf {
     O.Settings.foreach(s => resolve(spark, options, s))
 
   def apply(spark: SparkSession, options: Map[String, String]): ReadConf = {
-    def get(name: String): String = {
-      val setting = O.settingNamed(name).getOrElse(sys.error(s"no setting $name"))
-      resolve(spark, options, setting).map(_.value.trim).getOrElse(sys.error(s"no default: $name"))
-    }
+    def setting(name: String): O.Setting =
+      O.settingNamed(name).getOrElse(sys.error(s"no setting $name"))
+    def get(name: String): String =
+      resolve(spark, options, setting(name))
+        .map(_.value.trim)
+        .getOrElse(sys.error(s"no default: $name"))
+    def isSet(name: String): Boolean = givenByUser(spark, options, setting(name)).isDefined
     def long(name: String): Long = get(name).toLong
     def bool(name: String): Boolean = get(name).toLowerCase(Locale.ROOT) == "true"
     ReadConf(
@@ -151,13 +156,9 @@ private[deltareplay] object ReadConf {
       stateMaxTailBytes = long(O.StateMaxTailBytes),
       metadataAggregates = bool(O.MetadataAggregates),
       indexStorageLevel =
-        if (
-          isSet(spark, options, O.IndexStorageLevel) || !executorsInDriver(
-            spark.sparkContext.master
-          )
-        )
-          storageLevel(O.IndexStorageLevelKey, get(O.IndexStorageLevel))
-        else StorageLevel.DISK_ONLY,
+        if (!isSet(O.IndexStorageLevel) && executorsInDriver(spark.sparkContext.master))
+          StorageLevel.DISK_ONLY
+        else storageLevel(O.IndexStorageLevelKey, get(O.IndexStorageLevel)),
       snapshotSliceFiles = math.min(long(O.SnapshotSliceFiles), Int.MaxValue.toLong).toInt,
       planningMode = PlanningMode.parse(get(O.PlanningMode)),
       executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {

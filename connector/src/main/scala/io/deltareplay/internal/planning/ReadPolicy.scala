@@ -67,7 +67,10 @@ private[deltareplay] final case class ReadPolicy(
   def replaysDistributed: Boolean = Replay.isDistributed(segment, conf, logBytes)
 
   /** The bytes of this version's log, sidecars included ([[Replay.logBytes]]). */
-  private lazy val logBytes: Long = Replay.logBytes(spark, segment, conf)
+  private lazy val logBytes: Long = Replay.logBytes(segment, logReader)
+
+  /** One reader of this version's log for the size rules (the V2 sidecars read once). */
+  private lazy val logReader = new LogReader(spark, segment, conf)
 
   /**
    * Where a fresh index of this version lives. `auto` puts it on the executors when the table has
@@ -94,7 +97,7 @@ private[deltareplay] final case class ReadPolicy(
       case PlanningMode.Auto =>
         // No log holds a file action in under 8 bytes: smaller logs skip the footer reads.
         val big = logBytes >= 8 * conf.executorsMinFiles &&
-          new LogReader(spark, segment, conf).estimatedFiles() >= conf.executorsMinFiles
+          logReader.estimatedFiles() >= conf.executorsMinFiles
         if (big) Home.Executors else Home.Driver
     }
 
@@ -144,7 +147,6 @@ private[deltareplay] final case class ReadPolicy(
   private def build(needStats: Boolean, keepPersisted: Option[StorageLevel]): ReplayResult =
     home match {
       case Home.Driver =>
-        val distributed = replaysDistributed
         Replay.buildOnDriver(
           spark,
           segment,
@@ -152,7 +154,7 @@ private[deltareplay] final case class ReadPolicy(
           conf,
           entry,
           needStats,
-          distributed
+          replaysDistributed
         )
       case Home.Executors =>
         // A cached index is persisted; a read that keeps nothing plans over the replay directly.

@@ -141,9 +141,9 @@ private[deltareplay] object Replay {
    * KB for a million adds, whose sidecars hold them all). Reads the top-level file of a V2
    * checkpoint.
    */
-  def logBytes(spark: SparkSession, segment: LogSegment, conf: ReadConf): Long =
+  def logBytes(segment: LogSegment, reader: LogReader): Long =
     if (segment.checkpointKind != "v2") segment.totalBytes
-    else segment.totalBytes + new LogReader(spark, segment, conf).sidecars().map(_.getLen).sum
+    else segment.totalBytes + reader.sidecars().map(_.getLen).sum
 
   /** A log of commits only whose size the driver reconciles as a checkpoint's tail. */
   def commitsOnDriver(segment: LogSegment, conf: ReadConf): Boolean =
