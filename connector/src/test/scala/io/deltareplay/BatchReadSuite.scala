@@ -322,6 +322,16 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         val metaFactory = deltaReplayScans(withMeta).head.toBatch.createReaderFactory()
         assert(metaFactory.asInstanceOf[internal.read.DeltaReaderFactory].vectorizedRows)
         assert(withMeta.count() === v1(path).count())
+        // wider than `spark.sql.codegen.maxFields`: Spark takes rows, not batches, from the scan;
+        // they are still decoded by the vectorized reader (rows of its batches, not Spark's row
+        // reader, which builds a projection per file)
+        withConf("spark.sql.codegen.maxFields" -> "4") {
+          val wide = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
+          val rows = wide.asInstanceOf[internal.read.DeltaReaderFactory]
+          assert(!rows.columnar && rows.vectorizedRows && rows.rowIndexOrdinal >= 0)
+          assertSameAsV1(path)
+          assertSameAsV1(path, query = _.where("g = 2").select("s", "id", "st", "arr", "m"))
+        }
         withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
           val plain = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
           val rows = plain.asInstanceOf[internal.read.DeltaReaderFactory]

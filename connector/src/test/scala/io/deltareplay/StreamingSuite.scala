@@ -71,6 +71,8 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
         Map("maxFilesPerTrigger" -> "1000")
       ).foreach { opts =>
         val theirs = batches(path, delta = true, opts) // DeltaSource's, whatever our mode
+        // the limits do cut: more than one batch, and the one-byte limit one file per batch
+        assert(theirs.size > 1 && (opts("maxBytesPerTrigger") != "1" || theirs.size == 8), theirs)
         Seq("local", "distributed").foreach { mode =>
           withReplayMode(mode) {
             val ours = batches(path, delta = false, opts)
@@ -241,6 +243,10 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
       val ours = batches(path, delta = false, Map.empty)
       assert(ours === batches(path, delta = true, Map.empty))
       assert(ours.flatten.size === asOracle(v1(path).count()))
+      // wider than `spark.sql.codegen.maxFields` (id, g and the row index): rows, not batches
+      withConf("spark.sql.codegen.maxFields" -> "2") {
+        assert(batches(path, delta = false, Map.empty) === ours)
+      }
     }
   }
 
@@ -335,14 +341,16 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
   test("finding 9: maxBytesPerTrigger admits the file that crosses the limit, as DeltaSource") {
     withTempDir { dir =>
       val path = new File(dir, "t").getAbsolutePath
-      // 12 one-file commits of growing size
-      (0 until 12).foreach(i => appendCommit(path, i * 1000L, i * 1000L + 300L * (i + 1)))
+      // 8 one-file commits of growing size (a run took 73 s with 12)
+      (0 until 8).foreach(i => appendCommit(path, i * 1000L, i * 1000L + 500L * (i + 1)))
       Seq(
         Map("maxBytesPerTrigger" -> "40k"),
         Map("maxBytesPerTrigger" -> "40k", "maxFilesPerTrigger" -> "4"),
         Map("maxBytesPerTrigger" -> "1")
       ).foreach { opts =>
         val theirs = batches(path, delta = true, opts) // DeltaSource's, whatever our mode
+        // the limits do cut: more than one batch, and the one-byte limit one file per batch
+        assert(theirs.size > 1 && (opts("maxBytesPerTrigger") != "1" || theirs.size == 8), theirs)
         Seq("local", "distributed").foreach { mode =>
           withReplayMode(mode) {
             val ours = batches(path, delta = false, opts)

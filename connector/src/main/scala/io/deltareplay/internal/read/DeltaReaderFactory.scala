@@ -13,7 +13,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.parquet.hadoop.ParquetInputFormat
 import org.apache.spark.broadcast.Broadcast
-import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.{InternalRow, ProjectingInternalRow}
 import org.apache.spark.sql.catalyst.expressions.{
   BoundReference,
   JoinedRow,
@@ -30,6 +30,7 @@ import org.apache.spark.sql.execution.datasources.{
 import org.apache.spark.sql.execution.datasources.parquet.{
   ParquetOptions,
   ParquetReadSupport,
+  ParquetUtils,
   ParquetWriteSupport
 }
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetPartitionReaderFactory
@@ -95,29 +96,35 @@ private[deltareplay] case class DeltaReaderFactory(
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val (files, dvs) = splits(partition)
-    val project = outputProjection() // one per task, shared by its files (codegen is not free)
+    val output = outputRows() // one per task, shared by its files (codegen is not free)
     new ChainedReader[InternalRow](
-      files.indices.iterator.map(i => rowReader(files(i), dvs(i), project))
+      files.indices.iterator.map(i => rowReader(files(i), dvs(i), output))
     )
   }
 
   /**
-   * Drops the row index, orders the columns and appends `_metadata`, over a reader row joined with
-   * the file's constant metadata ([[FileMetadata]]); null when the reader's rows are already right.
+   * The output row of a reader row: without the row index, columns in output order, `_metadata`
+   * appended (over the reader row joined with the file's constant metadata, [[FileMetadata]]); null
+   * when the reader's rows are already right. Without `_metadata` it is a view of the reader row,
+   * not a copy: Spark projects the rows of a row-based scan to unsafe rows itself (a copy here
+   * would be a second one of every value).
    */
-  private def outputProjection(): UnsafeProjection =
+  private def outputRows(): InternalRow => InternalRow =
     if (rowIndexOrdinal < 0 && outputOrdinals == null && metadata.isEmpty) null
-    else {
+    else if (metadata.isEmpty) {
+      val visible = visibleInOrder.toIndexedSeq
+      val view = ProjectingInternalRow(StructType(visible.map(parquetOutput(_))), visible)
+      row => { view.project(row); view }
+    } else {
       val columns = visibleInOrder.map { i =>
         BoundReference(i, parquetOutput(i).dataType, parquetOutput(i).nullable)
       }
       val rowIndex =
         if (rowIndexOrdinal < 0) Literal(null, LongType)
         else BoundReference(rowIndexOrdinal, LongType, nullable = true)
-      val meta =
-        if (metadata.isEmpty) Nil
-        else Seq(FileMetadata.struct(metadata, parquetOutput.length, rowIndex))
-      UnsafeProjection.create(columns ++ meta)
+      UnsafeProjection.create(
+        columns :+ FileMetadata.struct(metadata, parquetOutput.length, rowIndex)
+      )
     }
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
@@ -232,7 +239,7 @@ private[deltareplay] case class DeltaReaderFactory(
   private def rowReader(
       file: PartitionedFile,
       dv: DvDescriptor,
-      project: UnsafeProjection
+      project: InternalRow => InternalRow
   ): PartitionReader[InternalRow] = {
     // With deletion vectors the rows are filtered one by one, but they are still decoded by the
     // vectorized Parquet reader when it supports the schema (much faster than parquet-mr rows).
@@ -300,10 +307,16 @@ private[deltareplay] object DeltaReaderFactory {
     sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, meta.columnMappingName == "id")
     val (parquet, broadcastConf) =
       parquetReader(spark, sqlConf, fullData, readData, readPartitionSchema, parquetFilters)
-    val vectorized = parquet.supportColumnarReads(null)
+    // Spark returns batches only up to `spark.sql.codegen.maxFields` columns, but its vectorized
+    // reader decodes any schema it supports: wider reads take rows from its batches, since
+    // Spark's own row reader builds a projection per file and copies every row twice.
+    val vectorized = ParquetUtils.isBatchReadSupportedForSchema(
+      sqlConf,
+      StructType(readPartitionSchema ++ readData)
+    )
     // deletion vectors keep reads columnar (a selection of each batch's rows); `_metadata` is
     // joined to rows
-    val columnar = vectorized && metadata.isEmpty
+    val columnar = parquet.supportColumnarReads(null) && metadata.isEmpty
     val manifests =
       if (!withManifests) null
       else {

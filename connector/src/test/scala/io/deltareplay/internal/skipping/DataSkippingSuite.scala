@@ -39,7 +39,7 @@ class DataSkippingSuite
 
   private val seed = sys.props.get("deltareplay.test.seed").map(_.toLong).getOrElse(20261125L)
   private val tables = sys.props.get("deltareplay.test.tables").map(_.toInt).getOrElse(2)
-  private val predicatesPerTable = 64
+  private val predicatesPerTable = 40
 
   private val schema = new StructType()
     .add("i", IntegerType)
