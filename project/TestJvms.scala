@@ -18,12 +18,12 @@ object TestJvms {
    * changes it. sbt's default restrictions hold forked test groups to one at a time, and a rule
    * added to them cannot loosen that: the list is given whole.
    */
+  val lanes: Int = sys.env.get("DELTAREPLAY_TEST_LANES").map(_.toInt).getOrElse(2)
+
   val concurrentRestrictions: Seq[Tags.Rule] = Seq(
-    Tags.limitAll(math.max(2, java.lang.Runtime.getRuntime.availableProcessors)),
-    Tags.limit(
-      Tags.ForkedTestGroup,
-      sys.env.get("DELTAREPLAY_TEST_LANES").map(_.toInt).getOrElse(2)
-    ),
+    // (all tasks: at least one per lane, or the lanes past the core count would wait)
+    Tags.limitAll(Seq(2, lanes, java.lang.Runtime.getRuntime.availableProcessors).max),
+    Tags.limit(Tags.ForkedTestGroup, lanes),
     Tags.exclusiveGroup(Tags.Clean)
   )
 

@@ -15,7 +15,8 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
 
   test(
     "a first read with filters and no index reads only the checkpoint adds they may match; the " +
-      "index follows in the background"
+      "index follows in the background; later versions roll the narrowed files forward; an index " +
+      "over the cache budget is not built again"
   ) {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
@@ -105,6 +106,75 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         val df = ours(path).where("id = 142")
         assert(deltaReplayScans(df).head.metrics.replayMode === "distributed (map-side filter)")
         assert(deltaReplayScans(df).head.metrics.liveFiles === live)
+      }
+      // After commits, a read with the same filters rolls the narrowed index forward by them
+      // instead of reading the checkpoint again; after a change of metadata it reads it again.
+      IndexCache.clear(spark)
+      withConf(
+        "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+        "spark.deltareplay.index.buildInBackground" -> "false"
+      ) {
+        queries.foreach(q => sorted(ours(path).where(q))) // narrowed at v4, kept
+        // DVs on files the filters kept (v5), and new files some of them match (v6)
+        spark.sql(s"DELETE FROM delta.`$path` WHERE id IN (142, 381, 421)").collect()
+        spark
+          .range(140, 145)
+          .selectExpr("id", "id % 4 AS p")
+          .write
+          .format("delta")
+          .mode("append")
+          .save(path)
+        queries.foreach { q =>
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), s"after two commits: $q")
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.replayMode.startsWith("incremental (narrowed index of v4,"), s"$q: $m")
+          assert(m.replayTasks === 0 && m.index.startsWith("narrowed"), s"$q: $m")
+        }
+        spark.sql(s"ALTER TABLE delta.`$path` ADD COLUMNS (extra STRING)").collect()
+        val df = ours(path).where(queries(1))
+        assert(sorted(df) === sorted(v1(path).where(queries(1))))
+        val m = deltaReplayScans(df).head.metrics
+        assert(m.replayMode.contains("checkpoint filtered by the query"), m)
+      }
+      // An index bigger than the cache budget is built once in the background and not kept; later
+      // versions do not build it again under that budget (a bigger one does).
+      IndexCache.clear(spark)
+      withConf(
+        "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+        "spark.deltareplay.replay.stateCache.maxBytes" -> "1"
+      ) {
+        def read() = {
+          val df = ours(path).where(queries(1))
+          assert(sorted(df) === sorted(v1(path).where(queries(1))))
+          deltaReplayScans(df).head
+        }
+        val s = read().snapshot
+        def running(v: Long) = IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, v)
+        val deadline = System.nanoTime() + 120L * 1000000000L
+        while (running(s.version) && System.nanoTime() < deadline) Thread.sleep(50)
+        assert(!running(s.version) && IndexCache.usage(spark)._1 === 0)
+        val hold = new java.util.concurrent.CountDownLatch(1)
+        IndexBuilds.holdForTests = Some(hold)
+        try {
+          spark
+            .range(450, 460)
+            .selectExpr("id", "id % 4 AS p")
+            .write
+            .format("delta")
+            .mode("append")
+            .save(path)
+          val m = read().metrics
+          assert(m.replayMode.startsWith(s"incremental (narrowed index of v${s.version},"), m)
+          assert(!running(s.version + 1), "a build over the budget started again")
+          withConf("spark.deltareplay.replay.stateCache.maxBytes" -> (1L << 30).toString) {
+            read()
+            assert(running(s.version + 1), "a bigger budget did not build the index")
+          }
+        } finally {
+          IndexBuilds.holdForTests = None
+          hold.countDown()
+        }
       }
     }
   }

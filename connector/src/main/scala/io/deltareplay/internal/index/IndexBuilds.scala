@@ -30,7 +30,10 @@ import org.apache.spark.sql.execution.ui.{
  *     cached, reads of the version are answered from what the first read kept (the narrowed index
  *     of its filters) or from their own narrowed read;
  *   - its index lives where any index of the table would ([[ReadPolicy.home]]: on the driver only
- *     below `planning.executorsMinFiles`), and the cache keeps it within its budget.
+ *     below `planning.executorsMinFiles`), and the cache keeps it within its budget; a driver index
+ *     bigger than the whole budget is not kept, and the table's later versions are not built again
+ *     while the budget is no bigger (a warning says so and how to keep it): their filtered reads
+ *     roll their narrowed files forward instead ([[ReadPolicy.narrowedIndex]]).
  */
 private[deltareplay] object IndexBuilds extends Logging {
 
@@ -45,6 +48,9 @@ private[deltareplay] object IndexBuilds extends Logging {
     val running = ConcurrentHashMap.newKeySet[(String, String, Long)]()
     // the running builds with statistics, by (table root, table id)
     val withStats = new ConcurrentHashMap[(String, String), java.lang.Integer]()
+    // tables whose index came out bigger than the cache budget, by (table root, table id): the
+    // budget then and the index's bytes
+    val overBudget = new ConcurrentHashMap[(String, String), (Long, Long)]()
     @volatile var cleared = false
   }
 
@@ -69,8 +75,12 @@ private[deltareplay] object IndexBuilds extends Logging {
     val askedBy = Option(sc.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)).map(_.toLong)
     val builds = buildsOf(policy.spark)
     val running = builds.running
-    if (running.add(key)) {
-      val table = (key._1, key._2)
+    val table = (key._1, key._2)
+    val budget = policy.conf.stateCacheBudgetBytes
+    // an index the cache did not keep for its size is not built again under the same budget: each
+    // build would cost a whole replay for nothing (filtered reads keep their narrowed files)
+    val tooBig = Option(builds.overBudget.get(table)).exists(_._1 >= budget)
+    if (!tooBig && running.add(key)) {
       if (needStats) builds.withStats.merge(table, 1, (a, b) => a + b)
       Foreground.install(sc)
       val thread = new Thread(s"delta-replay index ${s.table} v${s.version}") {
@@ -93,6 +103,18 @@ private[deltareplay] object IndexBuilds extends Logging {
                   logInfo(
                     s"Built the index of ${s.table} v${s.version} in the background: ${built.mode}"
                   )
+                  val bytes = built.index.bytes
+                  if (built.index.livesIn(Home.Driver) && bytes > budget) {
+                    builds.overBudget.put(table, (budget, bytes))
+                    logWarning(
+                      s"The index of ${s.table} (${bytes >> 20} MB on the driver) is bigger than " +
+                        s"the cache budget (${budget >> 20} MB), so it is not kept and not built " +
+                        "in the background again: reads with filters read the files they may " +
+                        "match from the log. To keep it, raise spark.deltareplay." +
+                        s"${io.deltareplay.DeltaReplayOptions.StateCacheMaxBytes} or the driver's " +
+                        "heap."
+                    )
+                  }
                   done = true
                 } catch {
                   case NonFatal(e) if Foreground.cancelledIt(e) =>

@@ -16,10 +16,14 @@ import org.apache.spark.sql.catalyst.expressions.{AttributeSeq, BindReferences, 
  * A narrowed index serves only a read of the same table version (table URI, table id, version) in
  * the same session time zone with the same partition and skipping predicates (compared with the
  * entry columns bound to their ordinals) and the same need for statistics: it holds every live file
- * those predicates may match, which is all such a read plans from. Once the whole index of a table
- * is cached, reads use that, and the table's narrowed indexes it serves are dropped
- * ([[dropTable]]). At most [[MaxEntries]] indexes and [[MaxBytes]] of driver heap per session, the
- * least recently used first out; `spark.deltareplay.replay.stateCache.enabled=false` keeps none.
+ * those predicates may match, which is all such a read plans from. A read of a newer version with
+ * the same filters rolls it forward by the commits in between ([[before]]), as the whole index is
+ * rolled: every key those commits touched goes, their winning adds join (all of them: planning
+ * filters the index again, so a superset of the matching files is all it needs). Once the whole
+ * index of a table is cached, reads use that, and the table's narrowed indexes it serves are
+ * dropped ([[dropTable]]). At most [[MaxEntries]] indexes and [[MaxBytes]] of driver heap per
+ * session, the least recently used first out; `spark.deltareplay.replay.stateCache.enabled=false`
+ * keeps none.
  */
 private[deltareplay] object NarrowedIndexes {
 
@@ -60,6 +64,23 @@ private[deltareplay] object NarrowedIndexes {
   /** A narrowed index kept for this version and these filters. */
   def get(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Option[ReplayResult] =
     cacheOf(policy.spark).get(key(policy, filter, withStats))
+
+  /**
+   * The newest narrowed index kept for an older version of the table with these filters, and its
+   * version: what [[ReadPolicy.narrowedIndex]] rolls forward by the commits since.
+   */
+  def before(
+      policy: ReadPolicy,
+      filter: FileFilter,
+      withStats: Boolean
+  ): Option[(Long, ReplayResult)] = {
+    val wanted = key(policy, filter, withStats)
+    val older = cacheOf(policy.spark).entries.collect {
+      case (k, r) if k.version < wanted.version && k.copy(version = wanted.version) == wanted =>
+        k.version -> r
+    }
+    older.maxByOption(_._1)
+  }
 
   /** Keeps a narrowed index of this version and these filters. */
   def put(policy: ReadPolicy, filter: FileFilter, withStats: Boolean, r: ReplayResult): Unit =

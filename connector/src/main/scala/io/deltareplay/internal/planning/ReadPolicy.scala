@@ -203,10 +203,12 @@ private[deltareplay] final case class ReadPolicy(
             "(checkpoint filtered by the query)"
           k.copy(mode = mode, actionsReplayed = 0, replayTasks = 0)
         case None =>
-          val replay =
-            new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
-          val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
-          val r = ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
+          val r = rolledNarrowed(filter, needStats).getOrElse {
+            val replay =
+              new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
+            val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
+            ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
+          }
           if (conf.stateCache) NarrowedIndexes.put(this, filter, needStats, r)
           r
       }
@@ -214,6 +216,33 @@ private[deltareplay] final case class ReadPolicy(
       Right(result.copy(millis = (System.nanoTime() - started) / 1000000))
     }
   }
+
+  /**
+   * The narrowed index an earlier read of this table with the same filters kept, rolled forward by
+   * the commits since ([[Replay.roll]], as a cached whole index is): a dashboard query after each
+   * commit reads those commits, not the checkpoint again. None when none is kept, its entries have
+   * another layout (the metadata changed), or the commits in between are gone or too big.
+   */
+  private def rolledNarrowed(filter: FileFilter, needStats: Boolean): Option[ReplayResult] =
+    if (!conf.stateCache) None
+    else
+      NarrowedIndexes
+        .before(this, filter, needStats)
+        .filter(_._2.index.entry == entry)
+        .flatMap { case (from, kept) =>
+          val cached = IndexCache.Entry(
+            segment.paths.root,
+            snapshot.meta.tableId,
+            from,
+            kept.index.withStats,
+            kept.index
+          )
+          Replay.roll(spark, segment, conf, entry, cached).map { r =>
+            val commits = segment.version - from
+            val mode = s"incremental (narrowed index of v$from, same filters, + $commits commits)"
+            r.copy(mode = mode, narrowed = true)
+          }
+        }
 
   /** The planning of a scan, over the index ([[index]], or one the scan builder already has). */
   def planner(needStats: Boolean, replayedBefore: Option[ReplayResult]): ScanPlanning =

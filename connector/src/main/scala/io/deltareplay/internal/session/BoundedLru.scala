@@ -60,10 +60,17 @@ private[internal] final class BoundedLru[K, V](
       }
     }
 
-  /** Drops every value whose key `drop` accepts. */
   /** Entries kept. */
   def size: Int = synchronized(kept.size)
 
+  /** The entries kept now, least recently used first. */
+  def entries: Seq[(K, V)] = synchronized {
+    val out = Seq.newBuilder[(K, V)]
+    kept.forEach((k, v) => out += (k -> v))
+    out.result()
+  }
+
+  /** Drops every value whose key `drop` accepts. */
   def removeKeys(drop: K => Boolean): Unit = synchronized {
     val it = kept.entrySet().iterator()
     while (it.hasNext) {
