@@ -96,7 +96,7 @@ private[deltareplay] case class DeltaReaderFactory(
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val (files, dvs) = splits(partition)
-    val output = outputRows() // one per task, shared by its files (codegen is not free)
+    val output = outputRows() // one per task, shared by its files (with `_metadata`, compiled)
     new ChainedReader[InternalRow](
       files.indices.iterator.map(i => rowReader(files(i), dvs(i), output))
     )
