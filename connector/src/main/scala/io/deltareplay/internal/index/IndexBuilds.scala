@@ -49,8 +49,8 @@ private[deltareplay] object IndexBuilds extends Logging {
     // the running builds with statistics, by (table root, table id)
     val withStats = new ConcurrentHashMap[(String, String), java.lang.Integer]()
     // tables whose index came out bigger than the cache budget, by (table root, table id): the
-    // budget then and the index's bytes
-    val overBudget = new ConcurrentHashMap[(String, String), (Long, Long)]()
+    // budget then
+    val overBudget = new ConcurrentHashMap[(String, String), java.lang.Long]()
     @volatile var cleared = false
   }
 
@@ -79,7 +79,7 @@ private[deltareplay] object IndexBuilds extends Logging {
     val budget = policy.conf.stateCacheBudgetBytes
     // an index the cache did not keep for its size is not built again under the same budget: each
     // build would cost a whole replay for nothing (filtered reads keep their narrowed files)
-    val tooBig = Option(builds.overBudget.get(table)).exists(_._1 >= budget)
+    val tooBig = Option(builds.overBudget.get(table)).exists(_ >= budget)
     if (!tooBig && running.add(key)) {
       if (needStats) builds.withStats.merge(table, 1, (a, b) => a + b)
       Foreground.install(sc)
@@ -103,14 +103,14 @@ private[deltareplay] object IndexBuilds extends Logging {
                   logInfo(
                     s"Built the index of ${s.table} v${s.version} in the background: ${built.mode}"
                   )
-                  val bytes = built.index.bytes
-                  if (built.index.livesIn(Home.Driver) && bytes > budget) {
-                    builds.overBudget.put(table, (budget, bytes))
+                  val index = built.index
+                  if (index.livesIn(Home.Driver) && !IndexCache.fitsBudget(index, budget)) {
+                    builds.overBudget.put(table, budget)
                     logWarning(
-                      s"The index of ${s.table} (${bytes >> 20} MB on the driver) is bigger than " +
-                        s"the cache budget (${budget >> 20} MB), so it is not kept and not built " +
-                        "in the background again: reads with filters read the files they may " +
-                        "match from the log. To keep it, raise spark.deltareplay." +
+                      s"The index of ${s.table} (${index.bytes >> 20} MB on the driver) is " +
+                        s"bigger than the cache budget (${budget >> 20} MB), so it is not kept " +
+                        "and not built in the background again: reads with filters read the " +
+                        "files they may match from the log. To keep it, raise spark.deltareplay." +
                         s"${io.deltareplay.DeltaReplayOptions.StateCacheMaxBytes} or the driver's " +
                         "heap."
                     )

@@ -122,7 +122,7 @@ private[deltareplay] object IndexCache {
       val keep = prior == null || prior.tableId != entry.tableId || prior.version < entry.version ||
         (prior.version == entry.version && entry.withStats && !prior.withStats) ||
         prior.index.entry.timeZone != index.entry.timeZone // read in another session time zone
-      if (keep && entry.bytes <= budgetBytes) {
+      if (keep && fitsBudget(index, budgetBytes)) {
         if (prior != null) {
           c.bytes -= prior.bytes
           if (!index.sharesBlocksWith(prior.index)) prior.index.release()
@@ -144,6 +144,9 @@ private[deltareplay] object IndexCache {
       }
     }
   }
+
+  /** Whether [[offer]] would keep `index` for its size: no bigger than the whole budget. */
+  def fitsBudget(index: TableIndex, budgetBytes: Long): Boolean = index.bytes <= budgetBytes
 
   /** Executor indexes kept per session (each holds persisted blocks on the executors). */
   val MaxExecutorIndexes = 4
