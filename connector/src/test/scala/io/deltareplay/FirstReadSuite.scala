@@ -313,6 +313,36 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  /**
+   * A job in the background builds' tag and pool, as a build's job runs, of two tasks that run
+   * until they are killed (`untilKilled`, at most a minute) or at once: its failure message, if it
+   * failed.
+   */
+  private def backgroundJob(
+      untilKilled: Boolean
+  ): java.util.concurrent.CompletableFuture[Option[String]] = {
+    val sc = spark.sparkContext
+    val done = new java.util.concurrent.CompletableFuture[Option[String]]()
+    val thread = new Thread("a stand-in background build") {
+      override def run(): Unit = {
+        sc.setLocalProperty("spark.scheduler.pool", IndexBuilds.BackgroundTag)
+        sc.addJobTag(IndexBuilds.BackgroundTag)
+        val wait = untilKilled
+        try {
+          sc.parallelize(0 until 2, 2).foreach { _ =>
+            val task = org.apache.spark.TaskContext.get()
+            val end = System.nanoTime() + 60L * 1000000000L
+            while (wait && !task.isInterrupted() && System.nanoTime() < end) Thread.sleep(10)
+          }
+          done.complete(None)
+        } catch { case e: Exception => done.complete(Some(String.valueOf(e.getMessage))) }
+      }
+    }
+    thread.setDaemon(true)
+    thread.start()
+    done
+  }
+
   test("queries while a background index build of their version runs never wait for it") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
@@ -342,6 +372,22 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
           def building =
             IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version)
           assert(building, "the first read started no build")
+          // a build's running job yields as soon as a read of any table begins (its snapshot
+          // loads, before its query is planned or executes), and a job the build starts right
+          // after is cancelled as it starts; both stand in for the held build's jobs
+          Thread.sleep(2500) // past the moments after a read in which a build's job yields at once
+          val running = backgroundJob(untilKilled = true)
+          val started = System.nanoTime() + 60L * 1000000000L
+          while (spark.sparkContext.statusTracker.getActiveStageIds.isEmpty) {
+            assert(System.nanoTime() < started, "the background job did not start")
+            Thread.sleep(20)
+          }
+          ours(path) // only its snapshot loads: no query runs
+          val yielded = running.get(30, java.util.concurrent.TimeUnit.SECONDS)
+          assert(yielded.exists(_.contains("the index build yields")), yielded)
+          ours(path)
+          val late = backgroundJob(untilKilled = false).get(30, java.util.concurrent.TimeUnit.SECONDS)
+          assert(late.exists(_.contains("the index build yields")), late)
           // with the build held, queries of the version answer: the same filters from what the
           // first read kept, others from their own narrowed read; none waits for the build
           Seq("id = 17", "id > 290 AND p = 1", "p = 2").foreach { q =>

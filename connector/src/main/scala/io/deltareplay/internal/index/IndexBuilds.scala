@@ -8,7 +8,7 @@ import io.deltareplay.internal.planning.ReadPolicy
 import io.deltareplay.internal.session.SessionState
 import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
-import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SQLExecution
 import org.apache.spark.sql.execution.ui.{
@@ -25,10 +25,12 @@ import org.apache.spark.sql.execution.ui.{
  *   - a build starts only once the query that asked for it has ended and no other query of the
  *     application is running, and runs its Spark jobs under the job tag [[BackgroundTag]] in the
  *     scheduler pool of the same name (a lower-priority pool where `spark.scheduler.mode=FAIR`);
- *   - when a query starts while a build runs, the build's jobs are cancelled at once (their cores
- *     go to the query) and the build starts again once the application is idle; until its index is
- *     cached, reads of the version are answered from what the first read kept (the narrowed index
- *     of its filters) or from their own narrowed read;
+ *   - when a read of any table through this connector begins (its snapshot loads, before the
+ *     query is analysed and planned) or any other query starts, the build's jobs are cancelled at
+ *     once (their cores go to the query), a job the build starts while a foreground query runs is
+ *     cancelled as it starts, and the build starts again once the application is idle; until its
+ *     index is cached, reads of the version are answered from what the first read kept (the
+ *     narrowed index of its filters) or from their own narrowed read;
  *   - its index lives where any index of the table would ([[ReadPolicy.home]]: on the driver only
  *     below `planning.executorsMinFiles`), and the cache keeps it within its budget; a driver index
  *     bigger than the whole budget is not kept, and the table's later versions are not built again
@@ -150,6 +152,18 @@ private[deltareplay] object IndexBuilds extends Logging {
   def statsWanted(spark: SparkSession, root: String, tableId: String): Boolean =
     buildsOf(spark).withStats.containsKey((root, tableId))
 
+  /**
+   * A foreground read begins (its table's snapshot loads, before its query is planned and its
+   * execution starts, which may take a while on a big log): the running builds' jobs yield now, and
+   * no build (re)starts for [[HoldNanos]] or until the application is idle again, whichever is
+   * later. Nothing to do without running builds, or on a build's own thread.
+   */
+  def yieldTo(spark: SparkSession): Unit = {
+    val sc = spark.sparkContext
+    val own = sc.getLocalProperty("spark.scheduler.pool") == BackgroundTag
+    if (!own && !buildsOf(spark).running.isEmpty) Foreground.begin(sc)
+  }
+
   /** Whether a background build of this table version is running (tests). */
   def isRunning(spark: SparkSession, root: String, tableId: String, version: Long): Boolean =
     buildsOf(spark).running.contains((root, tableId, version))
@@ -162,6 +176,10 @@ private[deltareplay] object IndexBuilds extends Logging {
     private val active = ConcurrentHashMap.newKeySet[Long]()
     private val installed = ConcurrentHashMap.newKeySet[SparkContext]()
     @volatile private var lastChange = System.nanoTime()
+    // a read that began (its snapshot loaded) holds the builds off until then
+    @volatile private var heldUntil = System.nanoTime()
+
+    private val Yields = "a query started: the index build yields"
 
     def install(sc: SparkContext): Unit =
       if (installed.add(sc)) {
@@ -170,24 +188,42 @@ private[deltareplay] object IndexBuilds extends Logging {
             case e: SparkListenerSQLExecutionStart if !e.jobTags.contains(BackgroundTag) =>
               active.add(e.executionId)
               lastChange = System.nanoTime()
-              sc.cancelJobsWithTag(BackgroundTag, "a query started: the index build yields")
+              sc.cancelJobsWithTag(BackgroundTag, Yields)
             case e: SparkListenerSQLExecutionEnd =>
               if (active.remove(e.executionId)) lastChange = System.nanoTime()
             case _ =>
           }
+
+          // a build's job that starts while a foreground query runs (the build was on the driver,
+          // between jobs, when the query started) yields at once as well
+          override def onJobStart(e: SparkListenerJobStart): Unit = {
+            val tags = Option(e.properties).flatMap(p => Option(p.getProperty(JobTagsKey)))
+            if (tags.exists(_.split(",").contains(BackgroundTag)) && busy(None)) {
+              sc.cancelJob(e.jobId, Yields)
+            }
+          }
         })
       }
+
+    /** A foreground read begins: see [[yieldTo]]. */
+    def begin(sc: SparkContext): Unit = {
+      heldUntil = System.nanoTime() + HoldNanos
+      lastChange = System.nanoTime()
+      sc.cancelJobsWithTag(BackgroundTag, Yields)
+    }
+
+    private def busy(askedBy: Option[Long]): Boolean = {
+      val now = System.nanoTime()
+      askedBy.exists(id => SQLExecution.getQueryExecution(id) != null) || !active.isEmpty ||
+      now - lastChange < IdleNanos || now - heldUntil < 0
+    }
 
     /**
      * Waits until `askedBy` (the query that asked for the build) has ended and no foreground query
      * has run for a moment.
      */
-    def awaitIdle(sc: SparkContext, askedBy: Option[Long]): Unit = {
-      def busy =
-        askedBy.exists(id => SQLExecution.getQueryExecution(id) != null) || !active.isEmpty ||
-          System.nanoTime() - lastChange < IdleNanos
-      while (busy && !sc.isStopped) Thread.sleep(20)
-    }
+    def awaitIdle(sc: SparkContext, askedBy: Option[Long]): Unit =
+      while (busy(askedBy) && !sc.isStopped) Thread.sleep(20)
 
     /** Whether `e` is the cancellation of a build's jobs by [[install]]'s listener. */
     def cancelledIt(e: Throwable): Boolean =
@@ -199,4 +235,13 @@ private[deltareplay] object IndexBuilds extends Logging {
 
   /** How long no query must have started or ended before a build (re)starts. */
   private val IdleNanos = 300L * 1000000L
+
+  /**
+   * How long a read that began holds the builds off at least: its analysis and planning come
+   * before its execution starts (and holds them itself).
+   */
+  private val HoldNanos = 2000L * 1000000L
+
+  /** The local property that carries a job's tags (`SparkContext.SPARK_JOB_TAGS`). */
+  private val JobTagsKey = "spark.job.tags"
 }

@@ -6,6 +6,7 @@ import scala.util.Try
 
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
+import io.deltareplay.internal.index.IndexBuilds
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.{FileStatus, Path}
@@ -115,6 +116,8 @@ private[deltareplay] object TableSnapshot {
       conf: ReadConf
   ): TableSnapshot = {
     val started = System.nanoTime()
+    // a read begins: the session's background index builds give it their cores now
+    IndexBuilds.yieldTo(spark)
     val hadoopConf = spark.sessionState.newHadoopConf()
     val raw = new Path(path)
     // through its string form: `file:///t` and `file:/t` name one table, and an execution that
