@@ -386,7 +386,8 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
           val yielded = running.get(30, java.util.concurrent.TimeUnit.SECONDS)
           assert(yielded.exists(_.contains("the index build yields")), yielded)
           ours(path)
-          val late = backgroundJob(untilKilled = false).get(30, java.util.concurrent.TimeUnit.SECONDS)
+          val late =
+            backgroundJob(untilKilled = false).get(30, java.util.concurrent.TimeUnit.SECONDS)
           assert(late.exists(_.contains("the index build yields")), late)
           // with the build held, queries of the version answer: the same filters from what the
           // first read kept, others from their own narrowed read; none waits for the build

@@ -25,9 +25,9 @@ import org.apache.spark.sql.execution.ui.{
  *   - a build starts only once the query that asked for it has ended and no other query of the
  *     application is running, and runs its Spark jobs under the job tag [[BackgroundTag]] in the
  *     scheduler pool of the same name (a lower-priority pool where `spark.scheduler.mode=FAIR`);
- *   - when a read of any table through this connector begins (its snapshot loads, before the
- *     query is analysed and planned) or any other query starts, the build's jobs are cancelled at
- *     once (their cores go to the query), a job the build starts while a foreground query runs is
+ *   - when a read of any table through this connector begins (its snapshot loads, before the query
+ *     is analysed and planned) or any other query starts, the build's jobs are cancelled at once
+ *     (their cores go to the query), a job the build starts while a foreground query runs is
  *     cancelled as it starts, and the build starts again once the application is idle; until its
  *     index is cached, reads of the version are answered from what the first read kept (the
  *     narrowed index of its filters) or from their own narrowed read;
@@ -237,8 +237,8 @@ private[deltareplay] object IndexBuilds extends Logging {
   private val IdleNanos = 300L * 1000000L
 
   /**
-   * How long a read that began holds the builds off at least: its analysis and planning come
-   * before its execution starts (and holds them itself).
+   * How long a read that began holds the builds off at least: its analysis and planning come before
+   * its execution starts (and holds them itself).
    */
   private val HoldNanos = 2000L * 1000000L
 

@@ -76,7 +76,8 @@ private[deltareplay] case class DeltaReaderFactory(
     manifests: ManifestReader = null,
     metadata: StructType = new StructType(),
     ignoreMissingFiles: Boolean = false,
-    ignoreCorruptFiles: Boolean = false
+    ignoreCorruptFiles: Boolean = false,
+    offHeapVectors: Boolean = false
 ) extends PartitionReaderFactory
     with Logging {
 
@@ -148,6 +149,17 @@ private[deltareplay] case class DeltaReaderFactory(
     if (outputOrdinals == null) visible else outputOrdinals.toSeq.map(visible)
   }
 
+  /**
+   * A file's reader, opened so that only its own close releases it
+   * ([[SparkBridge.withoutTaskContext]]): [[ChainedReader]] closes each file's reader when it is
+   * read, and the task's reader (Spark closes it when the task ends, failed or not) the one it
+   * reads. Opened as Spark opens it when off-heap vectors are on (Spark allocates them only under a
+   * task) or unreadable files are skipped (a file that fails after it was opened is then closed
+   * when the task ends, as Spark closes it).
+   */
+  private def detached[T](open: => PartitionReader[T]): PartitionReader[T] =
+    if (offHeapVectors || ignoreCorruptFiles) open else SparkBridge.withoutTaskContext(open)
+
   /** Whether a row (by its row index) is deleted by `dv`, when the scan drops deleted rows. */
   private def deletedBy(dv: DvDescriptor): Option[Long => Boolean] =
     if (dv == null || !deletes) None
@@ -163,7 +175,7 @@ private[deltareplay] case class DeltaReaderFactory(
       dv: DvDescriptor,
       columns: Array[Int]
   ): PartitionReader[ColumnarBatch] = {
-    val base = guard(file)(parquet.buildColumnarReader(file))
+    val base = guard(file)(detached(parquet.buildColumnarReader(file)))
     if (columns == null) base
     else {
       val deleted = deletedBy(dv).orNull
@@ -244,8 +256,9 @@ private[deltareplay] case class DeltaReaderFactory(
     // With deletion vectors the rows are filtered one by one, but they are still decoded by the
     // vectorized Parquet reader when it supports the schema (much faster than parquet-mr rows).
     val base =
-      if (vectorizedRows) new BatchRowReader(guard(file)(parquet.buildColumnarReader(file)))
-      else guard(file)(parquet.buildReader(file))
+      if (vectorizedRows) {
+        new BatchRowReader(guard(file)(detached(parquet.buildColumnarReader(file))))
+      } else guard(file)(detached(parquet.buildReader(file)))
     if (project == null) base
     else {
       val deleted: Long => Boolean = deletedBy(dv).getOrElse(_ => false)
@@ -348,7 +361,8 @@ private[deltareplay] object DeltaReaderFactory {
       manifests = manifests,
       metadata = metadata,
       ignoreMissingFiles = sqlConf.ignoreMissingFiles,
-      ignoreCorruptFiles = sqlConf.ignoreCorruptFiles
+      ignoreCorruptFiles = sqlConf.ignoreCorruptFiles,
+      offHeapVectors = sqlConf.offHeapColumnVectorEnabled
     )
   }
 

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.deltareplay
 
 import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.spark.TaskContext
 import org.apache.spark.rdd.{InputFileBlockHolder, RDD}
 import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -98,6 +99,23 @@ object SparkBridge {
     InputFileBlockHolder.set(path, start, length)
 
   def unsetInputFile(): Unit = InputFileBlockHolder.unset()
+
+  /**
+   * Runs `open` with no task context on this thread (the running task's is set again after it).
+   * Spark's Parquet partition reader factory registers each file reader it opens to be closed when
+   * the task completes, and that registration keeps the reader reachable until then even after it
+   * was closed: with its column readers, dictionaries and last pages, a few MB per file of a wide
+   * table, all of a task's files at once. A reader opened this way is closed by its caller alone.
+   */
+  def withoutTaskContext[T](open: => T): T = {
+    val context = TaskContext.get()
+    if (context == null) open
+    else {
+      TaskContext.unset()
+      try open
+      finally TaskContext.setTaskContext(context)
+    }
+  }
 
   /** Whether strings of `t` compare by their UTF-8 bytes (no collation rules). */
   def binaryOrdered(t: StringType): Boolean = t.supportsBinaryOrdering
