@@ -342,6 +342,44 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("a task's Parquet readers are released file by file, not kept until the task ends") {
+    withTempDir { dir =>
+      val path = table(dir)
+      spark
+        .range(0, 24000)
+        .selectExpr("id", "concat('s-', id) as s", "id * 0.5 as d")
+        .repartition(24)
+        .write
+        .format("delta")
+        .save(path)
+      // all 24 files in one task (Spark's packing rule with no open cost and one partition wanted)
+      withConf(
+        "spark.sql.files.maxPartitionBytes" -> "1g",
+        "spark.sql.files.openCostInBytes" -> "0",
+        "spark.sql.files.minPartitionNum" -> "1"
+      ) {
+        // batches (with code generation, as Spark's default), and rows of batches (more columns
+        // than `maxFields`)
+        Seq("100", "1").foreach { maxFields =>
+          withGeneratedCode(withConf("spark.sql.codegen.maxFields" -> maxFields) {
+            val df = ours(path)
+            val factory = deltaReplayScans(df).head.toBatch.createReaderFactory()
+            val reads = factory.asInstanceOf[internal.read.DeltaReaderFactory]
+            assert(if (maxFields == "1") reads.vectorizedRows else reads.columnar, maxFields)
+            val rdd = df.queryExecution.toRdd
+            assert(rdd.getNumPartitions === 1)
+            // the file readers alive after every 6,000 rows (a quarter of the files): Spark's own
+            // factory keeps every reader a task opened until the task ends
+            val live = rdd.mapPartitions(LiveParquetReaders.sampled(_, every = 6000)).collect()
+            assert(live.length === 1 && live.head.length === 4, live.toSeq.map(_.toSeq))
+            assert(live.head.max <= 2, s"maxFields $maxFields: ${live.head.toSeq} readers alive")
+            assertSameAsV1(path, modes = Seq("local"))
+          })
+        }
+      }
+    }
+  }
+
   test("partitions: nulls, special characters, dates and timestamps; pruning counts") {
     withTempDir { dir =>
       val path = table(dir)
@@ -559,5 +597,38 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         }
       }
     }
+  }
+}
+
+/** Counts the Parquet file readers alive in this JVM (a full GC first), from inside a task. */
+object LiveParquetReaders {
+  private val ReaderClass =
+    "org.apache.spark.sql.execution.datasources.parquet.VectorizedParquetRecordReader"
+
+  /** Live instances of the vectorized Parquet reader, from the JVM's class histogram. */
+  def count(): Int = {
+    val histogram = java.lang.management.ManagementFactory.getPlatformMBeanServer
+      .invoke(
+        new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+        "gcClassHistogram",
+        Array[AnyRef](Array.empty[String]),
+        Array(classOf[Array[String]].getName)
+      )
+      .toString
+    histogram.linesIterator
+      .map(_.trim.split("\\s+"))
+      .collectFirst { case Array(_, instances, _, ReaderClass) => instances.toInt }
+      .getOrElse(0)
+  }
+
+  /** Reads `rows` through, counting the live readers after every `every` rows: the counts. */
+  def sampled[T](rows: Iterator[T], every: Int): Iterator[Array[Int]] = {
+    val counts = Array.newBuilder[Int]
+    var n = 0L
+    rows.foreach { _ =>
+      n += 1
+      if (n % every == 0) counts += count()
+    }
+    Iterator(counts.result())
   }
 }
