@@ -137,8 +137,9 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         val m = deltaReplayScans(df).head.metrics
         assert(m.replayMode.contains("checkpoint filtered by the query"), m)
       }
-      // An index bigger than the cache budget is built once in the background and not kept; later
-      // versions do not build it again under that budget (a bigger one does).
+      // An index bigger than the cache budget is built once in the background, stopped as it
+      // passes the budget, and not kept; later versions do not build it again under that budget (a
+      // bigger one does).
       IndexCache.clear(spark)
       withConf(
         "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
@@ -149,11 +150,14 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
           assert(sorted(df) === sorted(v1(path).where(queries(1))))
           deltaReplayScans(df).head
         }
+        val stopped = IndexBuilds.stoppedOverBudget.get
         val s = read().snapshot
         def running(v: Long) = IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, v)
         val deadline = System.nanoTime() + 120L * 1000000000L
         while (running(s.version) && System.nanoTime() < deadline) Thread.sleep(50)
         assert(!running(s.version) && IndexCache.usage(spark)._1 === 0)
+        // the build stopped once its chunks on the driver passed the budget, not at its end
+        assert(IndexBuilds.stoppedOverBudget.get === stopped + 1)
         val hold = new java.util.concurrent.CountDownLatch(1)
         IndexBuilds.holdForTests = Some(hold)
         try {

@@ -32,10 +32,11 @@ import org.apache.spark.sql.execution.ui.{
  *     index is cached, reads of the version are answered from what the first read kept (the
  *     narrowed index of its filters) or from their own narrowed read;
  *   - its index lives where any index of the table would ([[ReadPolicy.home]]: on the driver only
- *     below `planning.executorsMinFiles`), and the cache keeps it within its budget; a driver index
- *     bigger than the whole budget is not kept, and the table's later versions are not built again
- *     while the budget is no bigger (a warning says so and how to keep it): their filtered reads
- *     roll their narrowed files forward instead ([[ReadPolicy.narrowedIndex]]).
+ *     below `planning.executorsMinFiles`), and the cache keeps it within its budget; a build of a
+ *     driver index stops once it holds more than the whole budget on the driver (a Spark job's
+ *     chunks), an index that comes out bigger is not kept, and the table's later versions are not
+ *     built again while the budget is no bigger (a warning says so and how to keep it): their
+ *     filtered reads roll their narrowed files forward instead ([[ReadPolicy.narrowedIndex]]).
  */
 private[deltareplay] object IndexBuilds extends Logging {
 
@@ -62,6 +63,9 @@ private[deltareplay] object IndexBuilds extends Logging {
     release = b => b.cleared = true, // a build not started yet does not start
     size = _.running.size.toLong
   )
+
+  /** Builds stopped because their index passed the cache budget on the driver (tests). */
+  private[deltareplay] val stoppedOverBudget = new java.util.concurrent.atomic.AtomicLong()
 
   /** Tests: when set, a build waits on it before it starts (held while a query runs). */
   @volatile private[deltareplay] var holdForTests: Option[CountDownLatch] = None
@@ -100,25 +104,34 @@ private[deltareplay] object IndexBuilds extends Logging {
             while (!done && attempt <= MaxAttempts && !builds.cleared && !sc.isStopped) {
               Foreground.awaitIdle(sc, askedBy)
               if (!builds.cleared && !sc.isStopped) {
+                def overBudget(bytes: Long, what: String): Unit = {
+                  builds.overBudget.put(table, budget)
+                  logWarning(
+                    s"The index of ${s.table} ($what${bytes >> 20} MB on the driver) is " +
+                      s"bigger than the cache budget (${budget >> 20} MB), so it is not kept " +
+                      "and not built in the background again: reads with filters read the " +
+                      "files they may match from the log. To keep it, raise spark.deltareplay." +
+                      s"${io.deltareplay.DeltaReplayOptions.StateCacheMaxBytes} or the driver's " +
+                      "heap."
+                  )
+                }
                 try {
-                  val built = policy.index(needStats)
+                  // a build on the driver stops once it passes the budget: the cache would not
+                  // keep it, and the driver holds no more than the budget for it
+                  val built = policy.index(needStats, maxDriverBytes = budget)
                   logInfo(
                     s"Built the index of ${s.table} v${s.version} in the background: ${built.mode}"
                   )
                   val index = built.index
                   if (index.livesIn(Home.Driver) && !IndexCache.fitsBudget(index, budget)) {
-                    builds.overBudget.put(table, budget)
-                    logWarning(
-                      s"The index of ${s.table} (${index.bytes >> 20} MB on the driver) is " +
-                        s"bigger than the cache budget (${budget >> 20} MB), so it is not kept " +
-                        "and not built in the background again: reads with filters read the " +
-                        "files they may match from the log. To keep it, raise spark.deltareplay." +
-                        s"${io.deltareplay.DeltaReplayOptions.StateCacheMaxBytes} or the driver's " +
-                        "heap."
-                    )
+                    overBudget(index.bytes, "")
                   }
                   done = true
                 } catch {
+                  case e: IndexOverBudget =>
+                    stoppedOverBudget.incrementAndGet()
+                    overBudget(e.receivedBytes, "its build stopped at ")
+                    done = true
                   case NonFatal(e) if Foreground.cancelledIt(e) =>
                     logInfo(s"Index build of ${s.table} v${s.version} yielded to a query")
                     attempt += 1

@@ -120,9 +120,15 @@ private[deltareplay] final case class ReadPolicy(
 
   /**
    * The index of this version: the cached one (rolled forward by the commits in between), or a
-   * fresh one in its [[home]]. Offered to the session's cache (`replay.stateCache.enabled`).
+   * fresh one in its [[home]]. Offered to the session's cache (`replay.stateCache.enabled`). A
+   * fresh one on the driver built as a Spark job stops past `maxDriverBytes`
+   * ([[io.deltareplay.internal.index.IndexOverBudget]]; background builds).
    */
-  def index(needStats: Boolean, keepPersisted: Option[StorageLevel] = None): ReplayResult = {
+  def index(
+      needStats: Boolean,
+      keepPersisted: Option[StorageLevel] = None,
+      maxDriverBytes: Long = Long.MaxValue
+  ): ReplayResult = {
     val started = System.nanoTime()
     val rolled = cachedState(needStats).flatMap(e => Replay.roll(spark, segment, conf, entry, e))
     // a fresh index replaces the cached one: with statistics when filtered reads of this table
@@ -133,7 +139,7 @@ private[deltareplay] final case class ReadPolicy(
       segment.paths.root,
       snapshot.meta.tableId
     )
-    val result = rolled.getOrElse(build(withStats, keepPersisted))
+    val result = rolled.getOrElse(build(withStats, keepPersisted, maxDriverBytes))
     if (conf.stateCache) IndexCache.offer(spark, result.index, segment.paths.root, conf)
     // an index the cache did not take is not persisted (buildOnExecutors), nothing to release
     result.copy(millis = (System.nanoTime() - started) / 1000000)
@@ -144,7 +150,11 @@ private[deltareplay] final case class ReadPolicy(
    * keeps it (`keepPersisted`: a stream reading its snapshot in slices); else it is left as a plan
    * that each use replays.
    */
-  private def build(needStats: Boolean, keepPersisted: Option[StorageLevel]): ReplayResult =
+  private def build(
+      needStats: Boolean,
+      keepPersisted: Option[StorageLevel],
+      maxDriverBytes: Long
+  ): ReplayResult =
     home match {
       case Home.Driver =>
         Replay.buildOnDriver(
@@ -154,7 +164,8 @@ private[deltareplay] final case class ReadPolicy(
           conf,
           entry,
           needStats,
-          replaysDistributed
+          replaysDistributed,
+          maxDriverBytes
         )
       case Home.Executors =>
         // A cached index is persisted; a read that keeps nothing plans over the replay directly.

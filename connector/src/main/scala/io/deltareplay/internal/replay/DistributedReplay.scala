@@ -2,7 +2,13 @@ package io.deltareplay.internal.replay
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.index.{DriverIndex, FileEntry, SnapshotKeys}
+import io.deltareplay.internal.index.{
+  DriverIndex,
+  EntryChunk,
+  FileEntry,
+  IndexOverBudget,
+  SnapshotKeys
+}
 import io.deltareplay.internal.log.{DvDescriptor, FileAction, LiveFile, LogReader, LogSegment}
 import io.deltareplay.internal.planning.ReadConf
 
@@ -54,9 +60,15 @@ private[deltareplay] class DistributedReplay(
   /**
    * The snapshot index of the segment's version on the driver: each replay task turns its live
    * files into [[FileEntry]] columns (statistics parsed there, in parallel) and the driver keeps
-   * the chunks it receives. Returns (index, mode label, actions replayed, tasks run).
+   * the chunks it receives. Returns (index, mode label, actions replayed, tasks run). With
+   * `maxDriverBytes`, the job stops once the chunks the driver received pass it
+   * ([[IndexOverBudget]]): an index that big would not be kept.
    */
-  def index(entry: FileEntry, tableId: String): (DriverIndex, String, Long, Int) = {
+  def index(
+      entry: FileEntry,
+      tableId: String,
+      maxDriverBytes: Long = Long.MaxValue
+  ): (DriverIndex, String, Long, Int) = {
     val p = paths
     val ((index, actions), tasks) =
       Replay.inJobGroup(
@@ -68,11 +80,12 @@ private[deltareplay] class DistributedReplay(
           // reconciles the tail; the rows the tail touched then leave as in a roll-forward.
           val direct = selectedEntries(entry)
           lazy val qe = entryFrame(entry, checkpointAdds())
-          val pending = SparkBridge
-            .mapPartitionsUncleaned(direct.getOrElse(logged(qe.toRdd)))(
+          val pending = new ChunkJob(
+            SparkBridge.mapPartitionsUncleaned(direct.getOrElse(logged(qe.toRdd)))(
               DriverIndex.chunksOf(entry, p, _)
-            )
-            .collectAsync()
+            ),
+            maxDriverBytes
+          )
           // any failure here (the tail's read, the job, an interrupt while waiting) cancels the
           // job; cancelling a finished one does nothing
           val (tail, added, chunks) =
@@ -85,9 +98,7 @@ private[deltareplay] class DistributedReplay(
                 .filter(_.narrows)
               val keep = onTail.fold((_: LiveFile) => true)(f => f.keeps)
               val added = DriverIndex.tailChunk(entry, p, t, entry.projector(), keep)
-              val chunks = LogJobErrors.forLog(segment)(
-                scala.concurrent.Await.result(pending, scala.concurrent.duration.Duration.Inf)
-              )
+              val chunks = pending.await()
               (t, added, chunks)
             } catch {
               case e: Throwable =>
@@ -111,7 +122,7 @@ private[deltareplay] class DistributedReplay(
         } else {
           val qe = entryFrame(entry, windowLive())
           val built = logged(qe.toRdd).mapPartitions(DriverIndex.chunksOf(entry, p, _))
-          val chunks = LogJobErrors.forLog(segment)(built.collect())
+          val chunks = new ChunkJob(built, maxDriverBytes).await()
           (
             DriverIndex(entry, p, tableId, segment.version, needStats, chunks.toVector),
             DistributedReplay.scannedRows(qe.executedPlan)
@@ -197,6 +208,44 @@ private[deltareplay] class DistributedReplay(
    * the log, so a failure there is named as the log's too.
    */
   private def logged[T](rdd: => T): T = LogJobErrors.forLog(segment)(rdd)
+
+  /**
+   * The index chunks of `rdd`'s partitions, collected to the driver by a job started at once; past
+   * `maxBytes` received, the job is cancelled and [[await]] throws [[IndexOverBudget]].
+   */
+  private final class ChunkJob(rdd: RDD[EntryChunk], maxBytes: Long) {
+    private val parts = new Array[Array[EntryChunk]](rdd.getNumPartitions)
+    private val received = new java.util.concurrent.atomic.AtomicLong()
+    @volatile private var over = false
+    @volatile private var job: org.apache.spark.FutureAction[Unit] = _
+
+    job = spark.sparkContext.submitJob[EntryChunk, Array[EntryChunk], Unit](
+      rdd,
+      (chunks: Iterator[EntryChunk]) => chunks.toArray,
+      parts.indices,
+      (i: Int, chunks: Array[EntryChunk]) => {
+        parts(i) = chunks
+        if (received.addAndGet(chunks.map(_.bytes).sum) > maxBytes && !over) {
+          over = true
+          Option(job).foreach(_.cancel())
+        }
+      },
+      ()
+    )
+    if (over) job.cancel() // passed before `job` was set
+
+    def cancel(): Unit = job.cancel()
+
+    def await(): Seq[EntryChunk] = {
+      try awaitJob(job)
+      catch {
+        case scala.util.control.NonFatal(_) if over =>
+          throw new IndexOverBudget(segment.table, segment.version, received.get, maxBytes)
+      }
+      if (over) throw new IndexOverBudget(segment.table, segment.version, received.get, maxBytes)
+      parts.iterator.flatMap(_.iterator).toSeq
+    }
+  }
 
   private def awaitJob[T](job: org.apache.spark.FutureAction[T]): T =
     LogJobErrors.forLog(segment)(

@@ -63,7 +63,10 @@ private[deltareplay] object Replay {
       }
     }
 
-  /** A fresh index on the driver, replayed locally or as a Spark job (`distributed`). */
+  /**
+   * A fresh index on the driver, replayed locally or as a Spark job (`distributed`, stopped past
+   * `maxDriverBytes` received: [[io.deltareplay.internal.index.IndexOverBudget]]).
+   */
   def buildOnDriver(
       spark: SparkSession,
       segment: LogSegment,
@@ -71,11 +74,13 @@ private[deltareplay] object Replay {
       conf: ReadConf,
       entry: FileEntry,
       needStats: Boolean,
-      distributed: Boolean
+      distributed: Boolean,
+      maxDriverBytes: Long = Long.MaxValue
   ): ReplayResult =
     if (distributed) {
       val (index, mode, actions, tasks) =
-        new DistributedReplay(spark, segment, conf, needStats, Some(entry)).index(entry, tableId)
+        new DistributedReplay(spark, segment, conf, needStats, Some(entry))
+          .index(entry, tableId, maxDriverBytes)
       ReplayResult(index, mode, actions, 0L, tasks)
     } else {
       val (files, actions) =
