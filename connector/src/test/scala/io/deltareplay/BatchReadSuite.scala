@@ -2,7 +2,7 @@ package io.deltareplay
 
 import java.io.File
 
-import io.deltareplay.test.DeltaOracle
+import io.deltareplay.test.{DeltaOracle, LiveParquetReaders}
 import org.apache.spark.sql.functions.{col, when}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -358,8 +358,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         "spark.sql.files.openCostInBytes" -> "0",
         "spark.sql.files.minPartitionNum" -> "1"
       ) {
-        // batches (with code generation, as Spark's default), and rows of batches (more columns
-        // than `maxFields`)
+        // batches (code generation on, Spark's default) and rows of batches (over `maxFields`)
         Seq("100", "1").foreach { maxFields =>
           withGeneratedCode(withConf("spark.sql.codegen.maxFields" -> maxFields) {
             val df = ours(path)
@@ -597,38 +596,5 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         }
       }
     }
-  }
-}
-
-/** Counts the Parquet file readers alive in this JVM (a full GC first), from inside a task. */
-object LiveParquetReaders {
-  private val ReaderClass =
-    "org.apache.spark.sql.execution.datasources.parquet.VectorizedParquetRecordReader"
-
-  /** Live instances of the vectorized Parquet reader, from the JVM's class histogram. */
-  def count(): Int = {
-    val histogram = java.lang.management.ManagementFactory.getPlatformMBeanServer
-      .invoke(
-        new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
-        "gcClassHistogram",
-        Array[AnyRef](Array.empty[String]),
-        Array(classOf[Array[String]].getName)
-      )
-      .toString
-    histogram.linesIterator
-      .map(_.trim.split("\\s+"))
-      .collectFirst { case Array(_, instances, _, ReaderClass) => instances.toInt }
-      .getOrElse(0)
-  }
-
-  /** Reads `rows` through, counting the live readers after every `every` rows: the counts. */
-  def sampled[T](rows: Iterator[T], every: Int): Iterator[Array[Int]] = {
-    val counts = Array.newBuilder[Int]
-    var n = 0L
-    rows.foreach { _ =>
-      n += 1
-      if (n % every == 0) counts += count()
-    }
-    Iterator(counts.result())
   }
 }

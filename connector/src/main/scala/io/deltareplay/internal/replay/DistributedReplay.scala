@@ -2,13 +2,7 @@ package io.deltareplay.internal.replay
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.index.{
-  DriverIndex,
-  EntryChunk,
-  FileEntry,
-  IndexOverBudget,
-  SnapshotKeys
-}
+import io.deltareplay.internal.index.{DriverIndex, FileEntry, SnapshotKeys}
 import io.deltareplay.internal.log.{DvDescriptor, FileAction, LiveFile, LogReader, LogSegment}
 import io.deltareplay.internal.planning.ReadConf
 
@@ -81,6 +75,8 @@ private[deltareplay] class DistributedReplay(
           val direct = selectedEntries(entry)
           lazy val qe = entryFrame(entry, checkpointAdds())
           val pending = new ChunkJob(
+            spark,
+            segment,
             SparkBridge.mapPartitionsUncleaned(direct.getOrElse(logged(qe.toRdd)))(
               DriverIndex.chunksOf(entry, p, _)
             ),
@@ -122,7 +118,7 @@ private[deltareplay] class DistributedReplay(
         } else {
           val qe = entryFrame(entry, windowLive())
           val built = logged(qe.toRdd).mapPartitions(DriverIndex.chunksOf(entry, p, _))
-          val chunks = new ChunkJob(built, maxDriverBytes).await()
+          val chunks = new ChunkJob(spark, segment, built, maxDriverBytes).await()
           (
             DriverIndex(entry, p, tableId, segment.version, needStats, chunks.toVector),
             DistributedReplay.scannedRows(qe.executedPlan)
@@ -179,13 +175,13 @@ private[deltareplay] class DistributedReplay(
                 f"reconciled on the driver (${tail.count}%,d commit actions)"
               )
             } else {
-              val heaps = awaitJob(pending)
+              val heaps = LogJobErrors.await(segment, pending)
               val keys = new java.util.HashSet[(String, String)]()
               heaps.foreach(_._1.foreach { case (_, _, r) => keys.add(entry.key(p, r)) })
               val (held, files) = tailFirstFiles(entry, n, keys)
               (held.contains(_), files, "by a keyed window")
             }
-          val perTask = awaitJob(pending).toArray
+          val perTask = LogJobErrors.await(segment, pending).toArray
           val untouched = perTask.map { case (rows, left) =>
             val kept = rows.filterNot { case (_, _, r) => touched(entry.key(p, r)) }
             (kept, !left || kept.length >= n)
@@ -208,49 +204,6 @@ private[deltareplay] class DistributedReplay(
    * the log, so a failure there is named as the log's too.
    */
   private def logged[T](rdd: => T): T = LogJobErrors.forLog(segment)(rdd)
-
-  /**
-   * The index chunks of `rdd`'s partitions, collected to the driver by a job started at once; past
-   * `maxBytes` received, the job is cancelled and [[await]] throws [[IndexOverBudget]].
-   */
-  private final class ChunkJob(rdd: RDD[EntryChunk], maxBytes: Long) {
-    private val parts = new Array[Array[EntryChunk]](rdd.getNumPartitions)
-    private val received = new java.util.concurrent.atomic.AtomicLong()
-    @volatile private var over = false
-    @volatile private var job: org.apache.spark.FutureAction[Unit] = _
-
-    job = spark.sparkContext.submitJob[EntryChunk, Array[EntryChunk], Unit](
-      rdd,
-      (chunks: Iterator[EntryChunk]) => chunks.toArray,
-      parts.indices,
-      (i: Int, chunks: Array[EntryChunk]) => {
-        parts(i) = chunks
-        if (received.addAndGet(chunks.map(_.bytes).sum) > maxBytes && !over) {
-          over = true
-          Option(job).foreach(_.cancel())
-        }
-      },
-      ()
-    )
-    if (over) job.cancel() // passed before `job` was set
-
-    def cancel(): Unit = job.cancel()
-
-    def await(): Seq[EntryChunk] = {
-      try awaitJob(job)
-      catch {
-        case scala.util.control.NonFatal(_) if over =>
-          throw new IndexOverBudget(segment.table, segment.version, received.get, maxBytes)
-      }
-      if (over) throw new IndexOverBudget(segment.table, segment.version, received.get, maxBytes)
-      parts.iterator.flatMap(_.iterator).toSeq
-    }
-  }
-
-  private def awaitJob[T](job: org.apache.spark.FutureAction[T]): T =
-    LogJobErrors.forLog(segment)(
-      scala.concurrent.Await.result(job, scala.concurrent.duration.Duration.Inf)
-    )
 
   /**
    * A job over the checkpoint's adds: per task, its `capacity` smallest rows in snapshot order (as
