@@ -91,16 +91,41 @@ def test_the_layout_names_and_sizes() -> None:
         SynthSpec(files=10, columns=3, indexed_columns=4).validate()
 
 
+@pytest.fixture(scope="module")
+def oracle(spark: SparkSession, tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """V1's answers on every layout's table, read once for the tests below: its files, its rows
+    and row count, and the answers of each layout's queries (``_queries``)."""
+    found = {}
+    for name, info in tables.items():
+        df = read(spark, info["table"], reader="delta")
+        found[name] = {
+            "files": df.inputFiles(),
+            "query": df.where(info["query"]).collect(),
+            "answers": [_answer(df, q) for q in _queries(info)],
+        }
+    return found
+
+
+def _queries(info: dict[str, Any]) -> list[str]:
+    """A range filter over the probe's file and the next file's statistics, the whole table's
+    count, and the layout's own query where it is not the probe's ``id = ...``."""
+    # the probe's file holds the ids its statistics claim (the others a seed file's rows)
+    low = info["probe_id"] - 7
+    queries = [f"id >= {low} AND id < {low + 1500}", "true"]
+    if info["query"] != f"id = {info['probe_id']}":
+        queries.append(info["query"])
+    return queries
+
+
 def test_v1_reads_every_layout_as_generated(
-    spark: SparkSession, tables: dict[str, dict[str, Any]]
+    tables: dict[str, dict[str, Any]], oracle: dict[str, dict[str, Any]]
 ) -> None:
     for name, info in tables.items():
-        oracle = read(spark, info["table"], reader="delta")
-        files = oracle.inputFiles()
+        files = oracle[name]["files"]
         assert len(files) == len(set(files)) == FILES, name
-        assert oracle.count() == info["expected_rows"], name
-        answer = oracle.where(info["query"]).collect()
-        assert len(answer) == info["query_rows"], (name, info["query"])
+        # the second answer is the table's count(*)
+        assert oracle[name]["answers"][1] == [(info["expected_rows"],)], name
+        assert len(oracle[name]["query"]) == info["query_rows"], (name, info["query"])
     # the partition filter of partitions-10k reads the probe's partition, one file at this size
     assert tables["partitions-10k"]["query"].startswith("part = 'p")
     assert tables["partitions-10k"]["query_rows"] in (999, 1000)
@@ -226,20 +251,14 @@ MODES: list[dict[str, str]] = [
 
 
 def test_every_layout_answers_as_v1_in_every_replay_mode(
-    spark: SparkSession, tables: dict[str, dict[str, Any]]
+    spark: SparkSession, tables: dict[str, dict[str, Any]], oracle: dict[str, dict[str, Any]]
 ) -> None:
     """For each layout's table, in every mode: the rows of a range filter over the probe's file
     and the next file's statistics, the whole table's count, and on ``partitions-10k`` its
     partition filter, agree with V1. The same session reads each table in every mode, in an
     order that turns with the layout, so each mode meets what another one cached."""
     for k, (name, info) in enumerate(sorted(tables.items())):
-        # the probe's file holds the ids its statistics claim (the others a seed file's rows)
-        low = info["probe_id"] - 7
-        queries = [f"id >= {low} AND id < {low + 1500}", "true"]
-        if info["query"] != f"id = {info['probe_id']}":
-            queries.append(info["query"])
-        oracle = read(spark, info["table"], reader="delta")
-        expected = [_answer(oracle, q) for q in queries]
+        queries, expected = _queries(info), oracle[name]["answers"]
         assert len(expected[0]) >= 1000, (name, len(expected[0]))  # the probe's file at least
         for mode in MODES[k % len(MODES) :] + MODES[: k % len(MODES)]:
             ours = read(spark, info["table"], options=mode)

@@ -35,6 +35,7 @@ object DeltaReplayOptions {
   val CheckpointTwoPass = "replay.filterCheckpoint.twoPass"
   val IndexInBackground = "index.buildInBackground"
   val PrefetchTail = "replay.prefetchTail"
+  val ShareHadoopConf = "read.shareHadoopConf"
   val UseChecksum = "replay.useChecksum"
   val StateCacheMaxBytes = "replay.stateCache.maxBytes"
   val StateMaxTailBytes = "replay.stateCache.maxTailBytes"
@@ -235,6 +236,13 @@ object DeltaReplayOptions {
       Bool,
       "true",
       "Parse the commits after a checkpoint when a DataFrame or stream is created."
+    ),
+    setting(
+      ShareHadoopConf,
+      Session,
+      Bool,
+      "true",
+      "A scan's file readers share one Hadoop configuration instead of a copy per file."
     ),
     setting(
       UseChecksum,
@@ -467,6 +475,7 @@ object DeltaReplayOptions {
   val IndexInBackgroundKey: String = SessionPrefix + IndexInBackground
   val CheckpointTwoPassKey: String = SessionPrefix + CheckpointTwoPass
   val PrefetchTailKey: String = SessionPrefix + PrefetchTail
+  val ShareHadoopConfKey: String = SessionPrefix + ShareHadoopConf
   val UseChecksumKey: String = SessionPrefix + UseChecksum
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes

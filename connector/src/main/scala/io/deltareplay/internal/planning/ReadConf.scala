@@ -72,6 +72,7 @@ private[deltareplay] case class ReadConf(
     scratchDir: String,
     useChecksum: Boolean = true,
     prefetchTail: Boolean = true,
+    shareHadoopConf: Boolean = true,
     snapshotStorageLevel: Option[StorageLevel] = None,
     stream: StreamOptions = StreamOptions(Map.empty)
 )
@@ -170,6 +171,7 @@ private[deltareplay] object ReadConf {
       scratchDir = get(O.PlanningScratchDir),
       useChecksum = bool(O.UseChecksum),
       prefetchTail = bool(O.PrefetchTail),
+      shareHadoopConf = bool(O.ShareHadoopConf),
       snapshotStorageLevel = O
         .settingNamed(O.SnapshotStorageLevel)
         .flatMap(s => resolve(spark, options, s))

@@ -60,6 +60,9 @@ import org.apache.spark.util.SerializableConfiguration
  *   `spark.sql.files.ignoreCorruptFiles`: a data file that cannot be opened or read is skipped from
  *   where it failed (the rows read before stay), as Spark's file scans and V1 do. Log files are
  *   never read under either setting (docs/correctness.md).
+ * @param shareConf
+ *   the files' readers share `conf` as it is ([[SharedJobConf]]): the scan pushes no Parquet filter
+ *   and `read.shareHadoopConf` is on
  */
 private[deltareplay] case class DeltaReaderFactory(
     parquet: ParquetPartitionReaderFactory,
@@ -77,7 +80,8 @@ private[deltareplay] case class DeltaReaderFactory(
     metadata: StructType = new StructType(),
     ignoreMissingFiles: Boolean = false,
     ignoreCorruptFiles: Boolean = false,
-    offHeapVectors: Boolean = false
+    offHeapVectors: Boolean = false,
+    shareConf: Boolean = false
 ) extends PartitionReaderFactory
     with Logging {
 
@@ -95,7 +99,11 @@ private[deltareplay] case class DeltaReaderFactory(
         }
     }
 
+  /** Makes `conf` the one its readers share, where they may ([[shareConf]]); once per JVM. */
+  private def shared(): Unit = if (shareConf) SharedJobConf.share(conf.value)
+
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+    shared()
     val (files, dvs) = splits(partition)
     val output = outputRows() // one per task, shared by its files (with `_metadata`, compiled)
     new ChainedReader[InternalRow](
@@ -129,6 +137,7 @@ private[deltareplay] case class DeltaReaderFactory(
     }
 
   override def createColumnarReader(partition: InputPartition): PartitionReader[ColumnarBatch] = {
+    shared()
     val (files, dvs) = splits(partition)
     val columns = outputColumns()
     new ChainedReader[ColumnarBatch](
@@ -300,7 +309,8 @@ private[deltareplay] object DeltaReaderFactory {
       parquetFilters: Array[Filter],
       deletes: Boolean,
       withManifests: Boolean = false,
-      metadata: StructType = new StructType()
+      metadata: StructType = new StructType(),
+      shareHadoopConf: Boolean = true
   ): DeltaReaderFactory = {
     val meta = snapshot.meta
     val withRowIndex = deletes || metadata.fieldNames.contains(FileMetadata.RowIndex)
@@ -362,7 +372,9 @@ private[deltareplay] object DeltaReaderFactory {
       metadata = metadata,
       ignoreMissingFiles = sqlConf.ignoreMissingFiles,
       ignoreCorruptFiles = sqlConf.ignoreCorruptFiles,
-      offHeapVectors = sqlConf.offHeapColumnVectorEnabled
+      offHeapVectors = sqlConf.offHeapColumnVectorEnabled,
+      // Spark's reader writes the Parquet filter it pushes to a file's configuration
+      shareConf = shareHadoopConf && parquetFilters.isEmpty
     )
   }
 

@@ -176,7 +176,8 @@ private[deltareplay] final case class DeltaReplayScan(
           filters.parquet,
           plan.planned.hasDeletionVectors,
           withManifests = plan.onExecutors,
-          metadata = metadataSchema.getOrElse(new StructType())
+          metadata = metadataSchema.getOrElse(new StructType()),
+          shareHadoopConf = conf.shareHadoopConf
         )
         done.factory = Some(plan -> factory)
         factory

@@ -127,7 +127,8 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
       planner.dataSchema,
       planner.partitionSchema,
       Array.empty,
-      deletes = true
+      deletes = true,
+      shareHadoopConf = conf.shareHadoopConf
     )
     // Rows come out in the table's column order, as the streaming relation expects.
     val produced = (planner.dataSchema ++ planner.partitionSchema).map(_.name)
