@@ -277,67 +277,73 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
   }
 
   test("deletion vectors over many Parquet batches, nested types, vectorized reader on and off") {
+    // batches of 512 rows, not 4,096: the same boundaries crossed with an eighth of the rows
     withTempDir { dir =>
-      val path = table(dir)
-      spark
-        .range(0, 30000)
-        .selectExpr(
-          "id",
-          "cast(id % 5 as int) as g",
-          "concat('s-', id) as s",
-          "id * 0.5 as d",
-          "if(id % 11 = 0, null, named_struct('a', id, 'b', concat('b-', id), " +
-            "'c', named_struct('x', id % 3))) as st",
-          "if(id % 13 = 0, null, array(id, id + 1)) as arr",
-          "map(concat('k', id % 4), id) as m",
-          "cast(id as decimal(20, 2)) as dec",
-          "cast(concat('x', id) as binary) as bin",
-          "timestamp_micros(id * 1000) as ts"
-        )
-        .repartition(2)
-        .write
-        .format("delta")
-        .option("delta.enableDeletionVectors", "true")
-        .save(path)
-      // scattered rows, and a run that crosses the reader's 4,096-row batch boundaries (whole
-      // batches deleted)
-      sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 4000 AND 19000")
-      // ours with Spark's default code generation: a generated columnar-to-row loop reads this
-      // connector's vectors (the tests' default is interpreted, SparkSessions.interpreted)
-      withGeneratedCode {
-        val df = ours(path)
-        val scan = deltaReplayScans(df).head
-        val factory =
-          scan.toBatch.createReaderFactory().asInstanceOf[internal.read.DeltaReaderFactory]
-        assert(factory.rowIndexOrdinal >= 0, "the scan should filter rows by deletion vector")
-        assert(factory.columnar, "DV reads should stay columnar")
-        val plan = df.queryExecution.executedPlan.toString
-        assert(plan.contains("ColumnarToRow"), s"the scan is not read as batches:\n$plan")
+      withConf("spark.sql.parquet.columnarReaderBatchSize" -> "512") {
+        deletesOverBatches(table(dir))
+      }
+    }
+  }
+
+  private def deletesOverBatches(path: String): Unit = {
+    spark
+      .range(0, 4000)
+      .selectExpr(
+        "id",
+        "cast(id % 5 as int) as g",
+        "concat('s-', id) as s",
+        "id * 0.5 as d",
+        "if(id % 11 = 0, null, named_struct('a', id, 'b', concat('b-', id), " +
+          "'c', named_struct('x', id % 3))) as st",
+        "if(id % 13 = 0, null, array(id, id + 1)) as arr",
+        "map(concat('k', id % 4), id) as m",
+        "cast(id as decimal(20, 2)) as dec",
+        "cast(concat('x', id) as binary) as bin",
+        "timestamp_micros(id * 1000) as ts"
+      )
+      .repartition(2)
+      .write
+      .format("delta")
+      .option("delta.enableDeletionVectors", "true")
+      .save(path)
+    // scattered rows, and a run that crosses the reader's batch boundaries (each file holds
+    // about every other id in order, so whole batches of 512 rows are deleted)
+    sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 500 AND 2600")
+    // ours with Spark's default code generation: a generated columnar-to-row loop reads this
+    // connector's vectors (the tests' default is interpreted, SparkSessions.interpreted)
+    withGeneratedCode {
+      val df = ours(path)
+      val scan = deltaReplayScans(df).head
+      val factory =
+        scan.toBatch.createReaderFactory().asInstanceOf[internal.read.DeltaReaderFactory]
+      assert(factory.rowIndexOrdinal >= 0, "the scan should filter rows by deletion vector")
+      assert(factory.columnar, "DV reads should stay columnar")
+      val plan = df.queryExecution.executedPlan.toString
+      assert(plan.contains("ColumnarToRow"), s"the scan is not read as batches:\n$plan")
+      assertSameAsV1(path)
+      assertSameAsV1(path, query = _.where("g = 2").select("s", "id", "st", "arr", "m"))
+      assertSameAsV1(path, query = _.selectExpr("st.c.x", "st.b", "dec", "bin", "ts", "m['k1']"))
+      assertSameAsV1(path, query = _.where("st is null or arr is null").select("id", "g"))
+      // `_metadata` is joined to rows: rows decoded by the vectorized reader
+      val withMeta = ours(path).select("id", "_metadata.file_name")
+      val metaFactory = deltaReplayScans(withMeta).head.toBatch.createReaderFactory()
+      assert(metaFactory.asInstanceOf[internal.read.DeltaReaderFactory].vectorizedRows)
+      assert(withMeta.count() === v1(path).count())
+      // wider than `spark.sql.codegen.maxFields`: Spark takes rows, not batches, from the scan;
+      // they are still decoded by the vectorized reader (rows of its batches, not Spark's row
+      // reader, which builds a projection per file)
+      withConf("spark.sql.codegen.maxFields" -> "4") {
+        val wide = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
+        val rows = wide.asInstanceOf[internal.read.DeltaReaderFactory]
+        assert(!rows.columnar && rows.vectorizedRows && rows.rowIndexOrdinal >= 0)
         assertSameAsV1(path)
         assertSameAsV1(path, query = _.where("g = 2").select("s", "id", "st", "arr", "m"))
-        assertSameAsV1(path, query = _.selectExpr("st.c.x", "st.b", "dec", "bin", "ts", "m['k1']"))
-        assertSameAsV1(path, query = _.where("st is null or arr is null").select("id", "g"))
-        // `_metadata` is joined to rows: rows decoded by the vectorized reader
-        val withMeta = ours(path).select("id", "_metadata.file_name")
-        val metaFactory = deltaReplayScans(withMeta).head.toBatch.createReaderFactory()
-        assert(metaFactory.asInstanceOf[internal.read.DeltaReaderFactory].vectorizedRows)
-        assert(withMeta.count() === v1(path).count())
-        // wider than `spark.sql.codegen.maxFields`: Spark takes rows, not batches, from the scan;
-        // they are still decoded by the vectorized reader (rows of its batches, not Spark's row
-        // reader, which builds a projection per file)
-        withConf("spark.sql.codegen.maxFields" -> "4") {
-          val wide = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
-          val rows = wide.asInstanceOf[internal.read.DeltaReaderFactory]
-          assert(!rows.columnar && rows.vectorizedRows && rows.rowIndexOrdinal >= 0)
-          assertSameAsV1(path)
-          assertSameAsV1(path, query = _.where("g = 2").select("s", "id", "st", "arr", "m"))
-        }
-        withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
-          val plain = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
-          val rows = plain.asInstanceOf[internal.read.DeltaReaderFactory]
-          assert(!rows.vectorizedRows && !rows.columnar)
-          assertSameAsV1(path, modes = Seq("local"))
-        }
+      }
+      withConf("spark.sql.parquet.enableVectorizedReader" -> "false") {
+        val plain = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
+        val rows = plain.asInstanceOf[internal.read.DeltaReaderFactory]
+        assert(!rows.vectorizedRows && !rows.columnar)
+        assertSameAsV1(path, modes = Seq("local"))
       }
     }
   }
