@@ -278,14 +278,10 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
 
   test("deletion vectors over many Parquet batches, nested types, vectorized reader on and off") {
     // batches of 512 rows, not 4,096: the same boundaries crossed with an eighth of the rows
-    withTempDir { dir =>
-      withConf("spark.sql.parquet.columnarReaderBatchSize" -> "512") {
-        deletesOverBatches(table(dir))
-      }
-    }
+    withTempDir(d => withConf("spark.sql.parquet.columnarReaderBatchSize" -> "512")(dvs(table(d))))
   }
 
-  private def deletesOverBatches(path: String): Unit = {
+  private def dvs(path: String): Unit = {
     spark
       .range(0, 4000)
       .selectExpr(
@@ -309,8 +305,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
     // scattered rows, and a run that crosses the reader's batch boundaries (each file holds
     // about every other id in order, so whole batches of 512 rows are deleted)
     sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 500 AND 2600")
-    // ours with Spark's default code generation: a generated columnar-to-row loop reads this
-    // connector's vectors (the tests' default is interpreted, SparkSessions.interpreted)
+    // Spark's default code generation: a generated columnar-to-row loop reads our vectors
     withGeneratedCode {
       val df = ours(path)
       val scan = deltaReplayScans(df).head
@@ -329,9 +324,8 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       val metaFactory = deltaReplayScans(withMeta).head.toBatch.createReaderFactory()
       assert(metaFactory.asInstanceOf[internal.read.DeltaReaderFactory].vectorizedRows)
       assert(withMeta.count() === v1(path).count())
-      // wider than `spark.sql.codegen.maxFields`: Spark takes rows, not batches, from the scan;
-      // they are still decoded by the vectorized reader (rows of its batches, not Spark's row
-      // reader, which builds a projection per file)
+      // wider than `spark.sql.codegen.maxFields`: Spark takes rows, not batches, from the scan,
+      // still decoded by the vectorized reader (not Spark's row reader: a projection per file)
       withConf("spark.sql.codegen.maxFields" -> "4") {
         val wide = deltaReplayScans(ours(path)).head.toBatch.createReaderFactory()
         val rows = wide.asInstanceOf[internal.read.DeltaReaderFactory]
