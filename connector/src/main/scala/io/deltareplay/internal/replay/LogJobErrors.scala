@@ -10,14 +10,14 @@ import io.deltareplay.internal.log.LogSegment
  */
 private[deltareplay] object LogJobErrors {
 
-  /**
-   * Runs a job over the log of `segment`, turning a failure into an error that names the log; an
-   * error of ours raised in a task (it already names what failed) comes through as it is.
-   */
   /** Waits for a job started over the log of `segment` ([[forLog]] for its failure). */
   def await[T](segment: LogSegment, job: org.apache.spark.FutureAction[T]): T =
     forLog(segment)(scala.concurrent.Await.result(job, scala.concurrent.duration.Duration.Inf))
 
+  /**
+   * Runs a job over the log of `segment`, turning a failure into an error that names the log; an
+   * error of ours raised in a task (it already names what failed) comes through as it is.
+   */
   def forLog[T](segment: LogSegment)(job: => T): T =
     try job
     catch {
