@@ -24,24 +24,20 @@ private[deltareplay] final class SharedJobConf(from: Configuration) extends JobC
   shared = true
 
   override def set(name: String, value: String, source: String): Unit = {
-    if (shared && get(name) != value) {
-      throw new IllegalStateException(
-        s"a file reader changed '$name' in the Hadoop configuration its scan's readers share; " +
-          "set spark.deltareplay.read.shareHadoopConf=false to give each file its own copy"
-      )
-    }
+    if (shared && get(name) != value) refuse(s"changed '$name' in")
     super.set(name, value, source)
   }
 
   override def unset(name: String): Unit = {
-    if (shared && get(name) != null) {
-      throw new IllegalStateException(
-        s"a file reader removed '$name' from the Hadoop configuration its scan's readers share; " +
-          "set spark.deltareplay.read.shareHadoopConf=false to give each file its own copy"
-      )
-    }
+    if (shared && get(name) != null) refuse(s"removed '$name' from")
     super.unset(name)
   }
+
+  private def refuse(what: String): Nothing =
+    throw new IllegalStateException(
+      s"a file reader $what the Hadoop configuration its scan's readers share; set " +
+        s"${io.deltareplay.DeltaReplayOptions.ShareHadoopConfKey}=false to give each file its own copy"
+    )
 }
 
 private[deltareplay] object SharedJobConf {
