@@ -405,6 +405,25 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
             assert(!mode.startsWith("cached"), s"$q: $mode")
             assert(building, s"$q: the build ended while held")
           }
+          // an aggregate of some partitions is answered from the statistics of the files its
+          // filter may match (a narrowed read), not from a whole index built in the foreground;
+          // a scan with the same filter then reuses what that read kept
+          val aggregates = Seq("count(*)", "min(id)", "max(id)")
+          val counted = java.util.concurrent.CompletableFuture.supplyAsync { () =>
+            val df = ours(path).where("p = 1").selectExpr(aggregates: _*)
+            (sorted(df), statsAggregateScans(df).map(_.description()))
+          }
+          val (counts, described) = counted.get(120, java.util.concurrent.TimeUnit.SECONDS)
+          assert(counts === sorted(v1(path).where("p = 1").selectExpr(aggregates: _*)))
+          assert(described.size == 1 && described.head.contains("filtered by the query"), described)
+          val rows = ours(path).where("p = 1")
+          assert(sorted(rows) === sorted(v1(path).where("p = 1")))
+          val reused = deltaReplayScans(rows).head.metrics
+          assert(reused.replayMode.startsWith("reused"), reused)
+          // ... and it held only the files of p = 1, not every file of the version
+          val tableFiles = DeltaLog.forTable(spark, path).update().allFiles.count()
+          assert(reused.liveFiles < tableFiles * 2 / 3, s"$reused, $tableFiles files")
+          assert(building, "the build ended while held")
           hold.countDown()
           val deadline = System.nanoTime() + 120L * 1000000000L
           while (building && System.nanoTime() < deadline) Thread.sleep(50)

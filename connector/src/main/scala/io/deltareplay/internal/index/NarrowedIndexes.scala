@@ -61,9 +61,16 @@ private[deltareplay] object NarrowedIndexes {
     )
   }
 
-  /** A narrowed index kept for this version and these filters. */
-  def get(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Option[ReplayResult] =
-    cacheOf(policy.spark).get(key(policy, filter, withStats))
+  /**
+   * A narrowed index kept for this version and these filters; for a read that needs no statistics,
+   * one kept with them serves too (an aggregate of some partitions, then their rows).
+   */
+  def get(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Option[ReplayResult] = {
+    val kept = cacheOf(policy.spark)
+    kept.get(key(policy, filter, withStats)).orElse {
+      if (withStats) None else kept.get(key(policy, filter, withStats = true))
+    }
+  }
 
   /**
    * The newest narrowed index kept for an older version of the table with these filters, and its

@@ -192,7 +192,7 @@ private[deltareplay] final case class ReadPolicy(
    * an index that serves, or an index that would live on the executors.
    */
   def narrowedIndex(filter: FileFilter, needStats: Boolean): Either[String, ReplayResult] = {
-    val byQuery = CheckpointFilter(entry, filter)
+    val byQuery = CheckpointFilter(entry, filter.over(entry))
     // why not, the first reason that holds (scan metrics `narrowedReason`)
     lazy val declined: Option[String] = Seq(
       (!conf.filterCheckpoint) -> "replay.filterCheckpoint is off",

@@ -33,7 +33,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
     with SupportsPushDownAggregates {
 
   private val policy = ReadPolicy(spark, snapshot, conf)
-  private val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+  private def entry: FileEntry = policy.entry
   private var required: StructType = snapshot.schema
   private var filters: PushedFilters = PushedFilters.none
   private var replayed: Option[ReplayResult] = None
@@ -56,17 +56,23 @@ private[deltareplay] class DeltaReplayScanBuilder(
 
   /**
    * Answers the aggregation from the log's statistics when it can ([[MetadataAggregates]]); Spark
-   * offers it only when no filter remains for after the scan. The replay this needs (with
-   * statistics) is kept for the ordinary scan if the answer is no.
+   * offers it only when no filter remains for after the scan (so every pushed filter is a partition
+   * filter). With partition filters and no index of the version at hand, the answer comes from the
+   * files they may match ([[ReadPolicy.narrowedIndex]]: a narrowed read, or one an earlier query
+   * with the same filters kept) and the whole index is built in the background, as for a filtered
+   * scan; a count of some partitions of a big table does not build the whole index in the
+   * foreground. The replay this needs (with statistics) is kept for the ordinary scan if the answer
+   * is no; a narrowed one is not (the scan narrows by its own filter).
    */
   override def pushAggregation(aggregation: Aggregation): Boolean = {
     if (!conf.metadataAggregates || filters.postScan.nonEmpty) return false
     if (MetadataAggregates.functions(aggregation, entry).isEmpty) return false
     val filter = FileFilter(entry, filters, skipping = false)
-    val replay = policy.index(needStats = true)
-    replayed = Some(replay)
+    val replay =
+      policy.narrowedIndex(filter, needStats = true).getOrElse(policy.index(needStats = true))
     aggregate = replay.index.aggregate(spark, snapshot, aggregation, filter)
     aggregateReplay = replay.index.answeredBy(replay.mode)
+    if (aggregate.isDefined || !replay.narrowed) replayed = Some(replay)
     aggregate.isDefined
   }
 

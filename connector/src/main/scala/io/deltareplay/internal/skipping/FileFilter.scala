@@ -40,6 +40,27 @@ private[deltareplay] final case class FileFilter(
 
   def prunes: Boolean = prune != Literal.TrueLiteral
   def skips: Boolean = skip != Literal.TrueLiteral
+
+  /**
+   * This filter over `entry`'s attributes: each entry column it refers to replaced by `entry`'s
+   * attribute at the same position. Two equal entries made apart have attributes of their own ids,
+   * and what moves a filter onto the log's rows
+   * ([[io.deltareplay.internal.replay.CheckpointFilter]],
+   * [[io.deltareplay.internal.replay.TailFilter]]) finds the entry's columns by id: a filter made
+   * over another instance would not move, and the read it should narrow would read everything. This
+   * filter as it is when the two entries' columns differ.
+   */
+  def over(entry: FileEntry): FileFilter = {
+    def columns(as: Seq[Attribute]) = as.map(a => (a.name, a.dataType))
+    if (attributes == entry.attributes || columns(attributes) != columns(entry.attributes)) this
+    else {
+      val to = attributes.map(_.exprId).zip(entry.attributes).toMap
+      def swap(e: Expression): Expression = e.transform {
+        case a: AttributeReference if to.contains(a.exprId) => to(a.exprId)
+      }
+      FileFilter(swap(prune), swap(skip), entry.attributes)
+    }
+  }
 }
 
 private[deltareplay] object FileFilter {
