@@ -317,6 +317,63 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("a first filtered read of a V2 checkpoint with sidecars selects their rows in two passes") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      def write(from: Int, to: Int, mode: String) =
+        spark
+          .range(from, to)
+          .selectExpr("id", "id % 3 AS p")
+          .repartitionByRange(8, col("id"))
+          .write
+          .format("delta")
+          .partitionBy("p")
+          .mode(mode)
+          .save(path)
+      write(0, 240, "error")
+      spark.sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2')")
+      withConf(
+        "spark.databricks.delta.checkpointV2.topLevelFileFormat" -> "json",
+        "spark.databricks.delta.checkpoint.partSize" -> "10"
+      )(DeltaLog.forTable(spark, path).checkpoint())
+      write(240, 250, "append")
+      assert(new java.io.File(path, "_delta_log/_sidecars").list().length > 1, "no sidecars")
+      // the top-level JSON file holds no add or remove (a replay leaves it out); a line with one
+      // would count
+      val segment = internal.log.TableSnapshot.load(spark, path, None, None, sessionConf).segment
+      val log = new internal.log.LogReader(spark, segment, sessionConf)
+      val Seq(top) = segment.checkpoint
+      assert(top.getPath.getName.endsWith(".json") && !log.jsonCheckpointHoldsFileActions(top))
+      val withAdd = new java.io.File(dir, "with-add.json")
+      java.nio.file.Files.writeString(
+        withAdd.toPath,
+        java.nio.file.Files.readString(java.nio.file.Paths.get(top.getPath.toUri)) +
+          "{\"add\":{\"path\":\"x.parquet\",\"partitionValues\":{},\"size\":1}}\n"
+      )
+      val fs = top.getPath.getFileSystem(spark.sessionState.newHadoopConf())
+      assert(
+        log.jsonCheckpointHoldsFileActions(
+          fs.getFileStatus(new org.apache.hadoop.fs.Path(withAdd.toURI))
+        )
+      )
+      Seq("id = 142", "p = 2").foreach { q =>
+        IndexCache.clear(spark)
+        withConf(
+          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+          "spark.deltareplay.index.buildInBackground" -> "false"
+        ) {
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), q)
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.checkpointLayout.contains("sidecars"), m.checkpointLayout)
+          // the top-level JSON file holds no add: the sidecars alone are read, in two passes
+          assert(m.replayMode.contains("rows decoded whole"), s"$q: ${m.replayMode}")
+          assert(m.liveFiles < 20, s"$q: $m")
+        }
+      }
+    }
+  }
+
   /**
    * A job in the background builds' tag and pool, as a build's job runs, of two tasks that run
    * until they are killed (`untilKilled`, at most a minute) or at once: its failure message, if it

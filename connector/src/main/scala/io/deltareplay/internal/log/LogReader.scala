@@ -288,7 +288,7 @@ private[deltareplay] class LogReader(
     val sidecarDir = new Path(segment.logPath, "_sidecars")
     val names = segment.checkpoint.flatMap { file =>
       if (file.getPath.getName.endsWith(".json")) {
-        readText(file).flatMap { line =>
+        jsonCheckpointText(file).flatMap { line =>
           val node = parseLine(file, line)
           Option(node.get("sidecar")).map(_.get("path").asText())
         }
@@ -307,6 +307,21 @@ private[deltareplay] class LogReader(
       catch { case NonFatal(e) => throw Errors.corruptLogFile(table, p.toString, e) }
     }
   }
+
+  /**
+   * Whether a JSON checkpoint file of the segment may hold adds or removes: not a V2 checkpoint's
+   * top-level file whose sidecars hold them all (delta-spark writes it so), which a replay then
+   * need not read. A line that mentions either anywhere counts, so the answer is never a wrong no.
+   */
+  def jsonCheckpointHoldsFileActions(file: FileStatus): Boolean =
+    jsonCheckpointText(file).exists(l => l.contains("\"add\"") || l.contains("\"remove\""))
+
+  /** The lines of a JSON checkpoint file, read once per reader. */
+  private def jsonCheckpointText(file: FileStatus): Seq[String] =
+    jsonCheckpointTexts.computeIfAbsent(file.getPath, _ => readText(file))
+
+  private val jsonCheckpointTexts =
+    new java.util.concurrent.ConcurrentHashMap[Path, Seq[String]]()
 
   /**
    * About how many data files the segment's version has, without replaying: the rows of the
