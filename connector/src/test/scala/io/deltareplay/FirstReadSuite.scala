@@ -320,40 +320,29 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
   test("a first filtered read of a V2 checkpoint with sidecars selects their rows in two passes") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
-      def write(from: Int, to: Int, mode: String) =
-        spark
-          .range(from, to)
-          .selectExpr("id", "id % 3 AS p")
-          .repartitionByRange(8, col("id"))
-          .write
-          .format("delta")
-          .partitionBy("p")
-          .mode(mode)
-          .save(path)
-      write(0, 240, "error")
-      spark.sql(s"ALTER TABLE delta.`$path` SET TBLPROPERTIES ('delta.checkpointPolicy' = 'v2')")
+      spark.sql(
+        s"CREATE TABLE delta.`$path` USING delta PARTITIONED BY (p) " +
+          "TBLPROPERTIES ('delta.checkpointPolicy' = 'v2') AS SELECT id, id % 3 AS p FROM range(240)"
+      )
       withConf(
         "spark.databricks.delta.checkpointV2.topLevelFileFormat" -> "json",
-        "spark.databricks.delta.checkpoint.partSize" -> "10"
+        "spark.databricks.delta.checkpoint.partSize" -> "4"
       )(DeltaLog.forTable(spark, path).checkpoint())
-      write(240, 250, "append")
+      spark.sql(s"INSERT INTO delta.`$path` SELECT id, id % 3 FROM range(240, 250)")
       assert(new java.io.File(path, "_delta_log/_sidecars").list().length > 1, "no sidecars")
-      // the top-level JSON file holds no add or remove (a replay leaves it out); a line with one
-      // would count
+      // the top-level JSON file holds no add or remove (a replay leaves it out); one with an add
+      // line would count
       val segment = internal.log.TableSnapshot.load(spark, path, None, None, sessionConf).segment
       val log = new internal.log.LogReader(spark, segment, sessionConf)
       val Seq(top) = segment.checkpoint
       assert(top.getPath.getName.endsWith(".json") && !log.jsonCheckpointHoldsFileActions(top))
-      val withAdd = new java.io.File(dir, "with-add.json")
-      java.nio.file.Files.writeString(
-        withAdd.toPath,
-        java.nio.file.Files.readString(java.nio.file.Paths.get(top.getPath.toUri)) +
-          "{\"add\":{\"path\":\"x.parquet\",\"partitionValues\":{},\"size\":1}}\n"
-      )
+      val withAdd = new java.io.File(dir, "with-add.json").toPath
+      val text = java.nio.file.Files.readString(java.nio.file.Paths.get(top.getPath.toUri))
+      java.nio.file.Files.writeString(withAdd, text + "{\"add\":{\"path\":\"x.parquet\"}}\n")
       val fs = top.getPath.getFileSystem(spark.sessionState.newHadoopConf())
       assert(
         log.jsonCheckpointHoldsFileActions(
-          fs.getFileStatus(new org.apache.hadoop.fs.Path(withAdd.toURI))
+          fs.getFileStatus(new org.apache.hadoop.fs.Path(withAdd.toUri))
         )
       )
       Seq("id = 142", "p = 2").foreach { q =>
