@@ -364,18 +364,15 @@ private[deltareplay] class DistributedReplay(
 
   /**
    * The checkpoint's files (its parts, or a V2 checkpoint and its sidecars, named once): the JSON
-   * ones that may hold adds or removes, and the Parquet ones by footer layout (read together). A V2
-   * checkpoint's top-level JSON file whose sidecars hold every add is left out: it adds nothing to
-   * the file list, and a narrowed read of its sidecars then takes the two-pass selection
-   * ([[selectedEntries]]) rather than the DataFrame a JSON part needs.
+   * ones that may hold adds or removes (a V2 top-level file whose sidecars hold them all adds
+   * nothing, and would send a narrowed read from [[selectedEntries]] to a DataFrame), and the
+   * Parquet ones by footer layout (read together).
    */
   private lazy val (checkpointJson, checkpointByLayout) = {
     val (json, parquet) =
       (segment.checkpoint ++ reader.sidecars()).partition(_.getPath.getName.endsWith(".json"))
-    (
-      json.filter(reader.jsonCheckpointHoldsFileActions),
-      parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
-    )
+    val byLayout = parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
+    (json.filter(reader.jsonCheckpointHoldsFileActions), byLayout)
   }
 
   /** The fast path's commits after the checkpoint, reconciled on the driver. */
