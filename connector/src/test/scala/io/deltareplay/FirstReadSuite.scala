@@ -295,24 +295,16 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         .save(path)
       val Decoded = """.*checkpoint filtered by the query: ([\d,]+) of ([\d,]+) rows decoded.*""".r
       Seq("id = 142", "id BETWEEN 300 AND 305 AND p = '1'", "s = 's77'").foreach { q =>
-        IndexCache.clear(spark)
-        withConf(
-          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
-          "spark.deltareplay.index.buildInBackground" -> "false"
-        ) {
-          val df = ours(path).where(q)
-          assert(sorted(df) === sorted(v1(path).where(q)), q)
-          val m = deltaReplayScans(df).head.metrics
-          assert(m.checkpointLayout.contains("statistics as JSON only"), m.checkpointLayout)
-          m.replayMode match {
-            case Decoded(kept, total) =>
-              val (k, t) = (kept.replace(",", "").toLong, total.replace(",", "").toLong)
-              // the statistics the filter compares read from the JSON: a handful decoded whole
-              assert(k * 10 < t, s"$q: ${m.replayMode}")
-            case other => fail(s"$q: not narrowed: $other")
-          }
-          assert(m.liveFiles < 20, s"$q: $m")
+        val m = firstFilteredRead(path, q)
+        assert(m.checkpointLayout.contains("statistics as JSON only"), m.checkpointLayout)
+        m.replayMode match {
+          case Decoded(kept, total) =>
+            val (k, t) = (kept.replace(",", "").toLong, total.replace(",", "").toLong)
+            // the statistics the filter compares read from the JSON: a handful decoded whole
+            assert(k * 10 < t, s"$q: ${m.replayMode}")
+          case other => fail(s"$q: not narrowed: $other")
         }
+        assert(m.liveFiles < 20, s"$q: $m")
       }
     }
   }
@@ -346,20 +338,29 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         )
       )
       Seq("id = 142", "p = 2").foreach { q =>
-        IndexCache.clear(spark)
-        withConf(
-          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
-          "spark.deltareplay.index.buildInBackground" -> "false"
-        ) {
-          val df = ours(path).where(q)
-          assert(sorted(df) === sorted(v1(path).where(q)), q)
-          val m = deltaReplayScans(df).head.metrics
-          assert(m.checkpointLayout.contains("sidecars"), m.checkpointLayout)
-          // the top-level JSON file holds no add: the sidecars alone are read, in two passes
-          assert(m.replayMode.contains("rows decoded whole"), s"$q: ${m.replayMode}")
-          assert(m.liveFiles < 20, s"$q: $m")
-        }
+        val m = firstFilteredRead(path, q)
+        assert(m.checkpointLayout.contains("sidecars"), m.checkpointLayout)
+        // the top-level JSON file holds no add: the sidecars alone are read, in two passes
+        assert(m.replayMode.contains("rows decoded whole"), s"$q: ${m.replayMode}")
+        assert(m.liveFiles < 20, s"$q: $m")
       }
+    }
+  }
+
+  /**
+   * The read of `q` as the first of its version (no index cached), narrowed as a big log's first
+   * filtered read is, with no background build after it: its answer checked against V1's, and its
+   * scan metrics.
+   */
+  private def firstFilteredRead(path: String, q: String): internal.scan.ScanMetrics = {
+    IndexCache.clear(spark)
+    withConf(
+      "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+      "spark.deltareplay.index.buildInBackground" -> "false"
+    ) {
+      val df = ours(path).where(q)
+      assert(sorted(df) === sorted(v1(path).where(q)), q)
+      deltaReplayScans(df).head.metrics
     }
   }
 
