@@ -59,6 +59,7 @@ object TestJvms {
    */
   val firstLocalJvm: Set[String] = Set(
     "DifferentialSuite",
+    "CheckpointSplitsSuite",
     "SnapshotIndexSuite",
     "FirstReadSuite",
     "BatchReadSuite",

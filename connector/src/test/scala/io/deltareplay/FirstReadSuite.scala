@@ -348,23 +348,6 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
   }
 
   /**
-   * The read of `q` as the first of its version (no index cached), narrowed as a big log's first
-   * filtered read is, with no background build after it: its answer checked against V1's, and its
-   * scan metrics.
-   */
-  private def firstFilteredRead(path: String, q: String): internal.scan.ScanMetrics = {
-    IndexCache.clear(spark)
-    withConf(
-      "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
-      "spark.deltareplay.index.buildInBackground" -> "false"
-    ) {
-      val df = ours(path).where(q)
-      assert(sorted(df) === sorted(v1(path).where(q)), q)
-      deltaReplayScans(df).head.metrics
-    }
-  }
-
-  /**
    * A job in the background builds' tag and pool, as a build's job runs, of two tasks that run
    * until they are killed (`untilKilled`, at most a minute) or at once: its failure message, if it
    * failed.

@@ -474,6 +474,11 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
         "executors" -> Seq(
           "spark.deltareplay.replay.tailFastPathMaxBytes" -> "0",
           "spark.deltareplay.streaming.snapshotSliceFiles" -> "6"
+        ),
+        // the checkpoint's one row group cut into splits of a few rows each
+        "distributed" -> Seq(
+          "spark.sql.files.maxPartitionBytes" -> "1024",
+          "spark.sql.files.openCostInBytes" -> "0"
         )
       )
       def check(found: Boolean): Unit = {

@@ -1,5 +1,6 @@
 package io.deltareplay.test
 
+import io.deltareplay.internal.index.IndexCache
 import io.deltareplay.internal.log.DvDescriptor
 import io.deltareplay.internal.scan.{DeltaReplayScan, ScanMetrics}
 import io.deltareplay.internal.planning.MetadataAggregates.StatsAggregateScan
@@ -222,6 +223,23 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
       .takeWhile(_ != null)
       .map(_.getMessage)
       .mkString(" / ")
+
+  /**
+   * The read of `q` as the first of its version (no index cached), narrowed as a big log's first
+   * filtered read is, with no background build after it: its answer checked against V1's, and its
+   * scan metrics.
+   */
+  def firstFilteredRead(path: String, q: String)(implicit pos: Position): ScanMetrics = {
+    IndexCache.clear(spark)
+    withConf(
+      "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+      "spark.deltareplay.index.buildInBackground" -> "false"
+    ) {
+      val df = ours(path).where(q)
+      assert(sorted(df) === sorted(v1(path).where(q)), q)
+      deltaReplayScans(df).head.metrics
+    }
+  }
 
   def latestVersion(path: String): Long = DeltaLog.forTable(spark, path).update().version
 }

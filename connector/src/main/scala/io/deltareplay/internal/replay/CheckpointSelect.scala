@@ -24,10 +24,11 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.logical.Filter
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.deltareplay.SparkBridge
-import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.{FilePartition, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.parquet.{
   DeltaReplayParquetRows,
-  ParquetFileFormat
+  RowSplitParquetFormat,
+  RowSplits
 }
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.ColumnarBatch
@@ -41,8 +42,9 @@ import org.apache.spark.util.{LongAccumulator, SerializableConfiguration}
  * there, since a checkpoint's rows are not ordered by the filtered column, so every page spans the
  * whole range.
  *
- * One task per split of a file (`spark.sql.files.maxPartitionBytes`, each taking the row groups
- * whose middle falls in its range, as a file scan does), two passes:
+ * One task per split of a file (sized as a file scan sizes them; each takes the rows of its byte
+ * range, [[RowSplitParquetFormat]], so a file of one row group is read by several tasks), two
+ * passes:
  *   1. Spark's vectorized Parquet reader decodes only the leaves the filter reads (a partition
  *      value, a column's min and max, ...), and the filter, with `add IS NOT NULL`, gives the
  *      positions of the rows it keeps. A struct's nulls are held by every leaf below it, so the
@@ -153,7 +155,7 @@ private[deltareplay] object CheckpointSelect {
   ): Selected = {
     val decoded = new StructType().add("add", addType)
     val (condition, pass) = firstPass(spark, decoded, filter)
-    val readPass = new ParquetFileFormat().buildReaderWithPartitionValues(
+    val readPass = new RowSplitParquetFormat().buildReaderWithPartitionValues(
       spark,
       pass.schema,
       new StructType(),
@@ -165,7 +167,7 @@ private[deltareplay] object CheckpointSelect {
     // building the whole-file reader also puts the read schema and Spark's Parquet settings into
     // `conf`, which the row reader of the second pass reads them from
     val conf = spark.sessionState.newHadoopConf()
-    val readWhole = new ParquetFileFormat().buildReaderWithPartitionValues(
+    val readWhole = new RowSplitParquetFormat().buildReaderWithPartitionValues(
       spark,
       decoded,
       new StructType(),
@@ -175,10 +177,23 @@ private[deltareplay] object CheckpointSelect {
       conf
     )
     val settings = DeltaReplayParquetRows.settings(spark)
+    // both passes must read the same rows of a split: both by rows, or both by row groups
+    val byRowsFirst = RowSplitParquetFormat.splitsByRows(spark, pass.schema)
+    val byRows = byRowsFirst && RowSplitParquetFormat.splitsByRows(spark, decoded)
     val sharedConf = spark.sparkContext.broadcast(new SerializableConfiguration(conf))
-    // splits of at most `maxPartitionBytes`, as a file scan makes them: each reads the row groups
-    // whose middle falls in its range (Parquet's rule, in both passes)
-    val splitBytes = math.max(1L, spark.sessionState.conf.filesMaxPartitionBytes)
+    // splits sized as a file scan sizes them (Spark's rule: `maxPartitionBytes`, the open cost and
+    // the cores), each reading the rows of its byte range (RowSplits' rule, in both passes)
+    // (a file of passes that would not agree is read in one split)
+    val splitBytes =
+      if (byRowsFirst != byRows) Long.MaxValue
+      else
+        math.max(
+          1L,
+          FilePartition.maxSplitBytes(
+            spark,
+            files.iterator.map(_.getLen + spark.sessionState.conf.filesOpenCostInBytes).sum
+          )
+        )
     val described = files.flatMap { f =>
       (0L until math.max(1L, f.getLen) by splitBytes).map { start =>
         val length = math.min(splitBytes, f.getLen - start)
@@ -206,7 +221,7 @@ private[deltareplay] object CheckpointSelect {
         else
           {
             val few = keep.rows.length <= MaxSelectedShare * keep.seen
-            if (few) selected(file, keep, sharedConf.value.value, settings) else None
+            if (few) selected(file, keep, sharedConf.value.value, settings, byRows) else None
           } match {
             case Some(found) =>
               rowsDecoded.add(found.length.toLong)
@@ -272,38 +287,50 @@ private[deltareplay] object CheckpointSelect {
       file: PartitionedFile,
       keep: Kept,
       conf: org.apache.hadoop.conf.Configuration,
-      settings: DeltaReplayParquetRows.Settings
+      settings: DeltaReplayParquetRows.Settings,
+      splitByRows: Boolean
   ): Option[Array[InternalRow]] = {
     val path = file.toPath
     // opened with its known length and time: on an object store, no HEAD request
     val status = new FileStatus(file.fileSize, false, 1, 0L, file.modificationTime, path)
+    // the rows the first pass read: by the row rule when it split the file by rows, else the row
+    // groups Parquet's range gives the split
+    val byRows = splitByRows && !(file.start == 0 && file.length >= file.fileSize)
+    val options = HadoopReadOptions.builder(conf, path)
+    if (!byRows) options.withRange(file.start, file.start + file.length)
     val reader = ParquetFileReader.open(
       new BufferedInputFile(HadoopInputFile.fromStatus(status, conf), IndexBufferBytes),
-      HadoopReadOptions.builder(conf, path).withRange(file.start, file.start + file.length).build()
+      options.build()
     )
     try {
       val meta = reader.getFooter.getFileMetaData
       val blocks = reader.getRowGroups.asScala.toSeq
+      // a file the first pass read by Spark's rule although split by rows is read whole
+      if (byRows && !RowSplits.splittable(blocks)) return None
+      val parts =
+        if (byRows) RowSplits.rowsOf(blocks, file.start, file.length)
+        else blocks.indices.map(b => (b, 0L, blocks(b).getRowCount)).toArray
       val (materializer, requested) = DeltaReplayParquetRows.materializer(conf, meta, settings)
       val readPaths = requested.getColumns.asScala.map(_.getPath.toSeq).toSet
-      val indexed = blocks.forall(
-        _.getColumns.asScala
+      val indexed = parts.forall { case (b, _, _) =>
+        blocks(b).getColumns.asScala
           .filter(c => readPaths.contains(c.getPath.toArray.toSeq))
           .forall(_.getOffsetIndexReference != null)
-      )
-      if (!indexed || blocks.map(_.getRowCount).sum != keep.seen) return None
+      }
+      if (!indexed || parts.map { case (_, lo, hi) => hi - lo }.sum != keep.seen) return None
       reader.setRequestedSchema(requested)
       val io = new ColumnIOFactory(meta.getCreatedBy).getColumnIO(requested, meta.getSchema, true)
       val out = mutable.ArrayBuilder.make[InternalRow]
-      var start = 0L
+      var start = 0L // the split's position of the part's first row
       var next = 0 // the first position not read yet
-      blocks.zipWithIndex.foreach { case (block, b) =>
-        val count = block.getRowCount
+      parts.foreach { case (b, lo, hi) =>
+        val count = hi - lo
         val from = next
         while (next < keep.rows.length && keep.rows(next) < start + count) next += 1
         if (next > from) {
-          val inBlock = keep.rows.slice(from, next).map(_ - start)
-          val pages: PageReadStore = reader.readFilteredRowGroup(b, rowRanges(count, inBlock))
+          val inBlock = keep.rows.slice(from, next).map(_ - start + lo)
+          val pages: PageReadStore =
+            reader.readFilteredRowGroup(b, rowRanges(blocks(b).getRowCount, inBlock))
           val records = io.getRecordReader(pages, materializer, FilterCompat.NOOP)
           val indexes = pages.getRowIndexes.orElse(null) // one iterator (each call makes one)
           var i = 0L

@@ -9,7 +9,6 @@ import org.apache.parquet.io.api.RecordMaterializer
 import org.apache.parquet.schema.MessageType
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources.DataSourceUtils
 import org.apache.spark.sql.types.StructType
@@ -60,12 +59,8 @@ object DeltaReplayParquetRows {
   ): (RecordMaterializer[InternalRow], MessageType) = {
     val keyValues = file.getKeyValueMetaData
     val lookup = (key: String) => keyValues.get(key)
-    val convertTz =
-      if (settings.int96TimestampConversion && !file.getCreatedBy.startsWith("parquet-mr")) {
-        Some(DateTimeUtils.getZoneId(settings.sessionTimeZone))
-      } else None
     val support = new ParquetReadSupport(
-      convertTz,
+      RowSplits.convertTz(file, settings),
       enableVectorizedReader = false,
       DataSourceUtils.datetimeRebaseSpec(lookup, settings.datetimeRebaseMode),
       DataSourceUtils.int96RebaseSpec(lookup, settings.int96RebaseMode)
