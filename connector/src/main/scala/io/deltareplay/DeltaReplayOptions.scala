@@ -36,6 +36,7 @@ object DeltaReplayOptions {
   val IndexInBackground = "index.buildInBackground"
   val PrefetchTail = "replay.prefetchTail"
   val ShareHadoopConf = "read.shareHadoopConf"
+  val CheckpointRowSplits = "replay.checkpointRowSplits"
   val UseChecksum = "replay.useChecksum"
   val StateCacheMaxBytes = "replay.stateCache.maxBytes"
   val StateMaxTailBytes = "replay.stateCache.maxTailBytes"
@@ -243,6 +244,13 @@ object DeltaReplayOptions {
       Bool,
       "true",
       "A scan's file readers share one Hadoop configuration instead of a copy per file."
+    ),
+    setting(
+      CheckpointRowSplits,
+      Session,
+      Bool,
+      "true",
+      "A checkpoint Parquet file's splits divide its row groups by rows, read by as many tasks."
     ),
     setting(
       UseChecksum,
@@ -476,6 +484,7 @@ object DeltaReplayOptions {
   val CheckpointTwoPassKey: String = SessionPrefix + CheckpointTwoPass
   val PrefetchTailKey: String = SessionPrefix + PrefetchTail
   val ShareHadoopConfKey: String = SessionPrefix + ShareHadoopConf
+  val CheckpointRowSplitsKey: String = SessionPrefix + CheckpointRowSplits
   val UseChecksumKey: String = SessionPrefix + UseChecksum
   val StateCacheMaxBytesKey: String = SessionPrefix + StateCacheMaxBytes
   val StateMaxTailBytesKey: String = SessionPrefix + StateMaxTailBytes

@@ -84,7 +84,14 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     )
     assert(
       O.Settings.filter(_.scope == O.Scope.Session).map(_.name).toSet ===
-        Set(O.Enabled, O.RouteAtLoad, O.PrefetchTail, O.UseChecksum, O.ShareHadoopConf)
+        Set(
+          O.Enabled,
+          O.RouteAtLoad,
+          O.PrefetchTail,
+          O.UseChecksum,
+          O.ShareHadoopConf,
+          O.CheckpointRowSplits
+        )
     )
     // every setting with a default accepts it
     O.Settings.foreach(s => s.default.foreach(d => assert(s.kind.accepts(d), s)))

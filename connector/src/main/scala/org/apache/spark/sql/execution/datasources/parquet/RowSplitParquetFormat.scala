@@ -14,6 +14,7 @@ import org.apache.parquet.hadoop.metadata.{BlockMetaData, FileMetaData}
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.internal.column.columnindex.OffsetIndex
 import org.apache.parquet.internal.filter2.columnindex.RowRanges
+import io.deltareplay.DeltaReplayOptions
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -97,10 +98,12 @@ object RowSplitParquetFormat {
 
   /**
    * Whether a read of `schema` (its columns and partition columns) divides row groups by rows: when
-   * Spark's vectorized reader serves it.
+   * Spark's vectorized reader serves it, unless the session turned row splits off
+   * (`spark.deltareplay.replay.checkpointRowSplits`).
    */
   def splitsByRows(spark: SparkSession, schema: StructType): Boolean = {
     val conf = spark.asInstanceOf[ClassicSession].sessionState.conf
+    conf.getConfString(DeltaReplayOptions.CheckpointRowSplitsKey, "true").toBoolean &&
     conf.parquetVectorizedReaderEnabled && ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
   }
 }
