@@ -59,7 +59,7 @@ object TestJvms {
    */
   val firstLocalJvm: Set[String] = Set(
     "DifferentialSuite",
-    "CheckpointSplitsSuite",
+    "CheckpointReadSuite",
     "SnapshotIndexSuite",
     "FirstReadSuite",
     "BatchReadSuite",

@@ -249,7 +249,7 @@ object DeltaReplayOptions {
       CheckpointRowSplits,
       Session,
       Bool,
-      "true",
+      "false",
       "A checkpoint Parquet file's splits divide its row groups by rows, read by as many tasks."
     ),
     setting(

@@ -477,6 +477,7 @@ class StreamingSuite extends AnyFunSuite with DeltaOracle {
         ),
         // the checkpoint's one row group cut into splits of a few rows each
         "distributed" -> Seq(
+          "spark.deltareplay.replay.checkpointRowSplits" -> "true",
           "spark.sql.files.maxPartitionBytes" -> "1024",
           "spark.sql.files.openCostInBytes" -> "0"
         )

@@ -118,15 +118,23 @@ private[deltareplay] final case class FileEntry(
     withTyped.zip(schema.fieldNames).map { case (e, n) => SparkBridge.column(Alias(e, n)()) }
   }
 
-  /** The `partition` struct of an entry from a file action's `partitionValues` map. */
-  def partitionFrom(values: Expression): Expression =
+  /**
+   * The `partition` struct of an entry from a file action's `partitionValues` map; a column for
+   * which `typed` (given its physical name and type) has an expression takes that instead.
+   */
+  def partitionFrom(
+      values: Expression,
+      typed: (String, DataType) => Option[Expression] = (_, _) => None
+  ): Expression =
     if (partitionSchema.isEmpty) Literal.create(InternalRow.empty, partitionSchema)
     else
       CreateNamedStruct(
         partitionSchema.fields.toSeq.zip(partitionPhysicalNames).flatMap { case (f, physical) =>
           Seq(
             Literal(f.name),
-            castPartitionValue(GetMapValue(values, Literal(physical)), f.dataType)
+            typed(physical, f.dataType).getOrElse(
+              castPartitionValue(GetMapValue(values, Literal(physical)), f.dataType)
+            )
           )
         }
       )

@@ -8,44 +8,73 @@ import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.FileStatus
 import org.apache.parquet.hadoop.metadata.{ColumnPath, ParquetMetadata}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{ArrayType, MapType, StructType}
 
 /**
  * What replay takes from the footer of a checkpoint Parquet file (or sidecar): its Spark schema,
- * its row count, and whether every add row in it carries `add.stats_parsed`.
+ * its row count, whether every add row in it carries `add.stats_parsed`, and which fields of
+ * `add.partitionValues_parsed` every add row has a value in.
  *
- * The last is proved from the footer's column statistics, never assumed: `add.path` is null exactly
- * in the rows that are not adds, so when in every row group the leaf `add.stats_parsed.numRecords`
- * has no more nulls than `add.path`, every add has typed statistics (a null leaf counts as null at
- * whichever level the null is). A read that needs statistics then never needs the JSON `add.stats`
- * column, the widest of a checkpoint (more than half of the bytes of a delta-spark checkpoint with
- * statistics), and does not decode it. Row groups without null counts prove nothing.
+ * The last two are proved from the footer's column statistics, never assumed: `add.path` is null
+ * exactly in the rows that are not adds, so when in every row group a leaf below `add` has no more
+ * nulls than `add.path`, every add has a value there (a null leaf counts as null at whichever level
+ * the null is). For `add.stats_parsed.numRecords`: a read that needs statistics then never needs
+ * the JSON `add.stats` column, the widest of a checkpoint (more than half of the bytes of a
+ * delta-spark checkpoint with statistics), and does not decode it. For a field of
+ * `add.partitionValues_parsed`: a filter on that partition column can read the typed value instead
+ * of the `add.partitionValues` map ([[io.deltareplay.internal.replay.CheckpointFilter]]). Row
+ * groups without null counts prove nothing.
  */
 private[deltareplay] final case class FooterFacts(
     schema: StructType,
     rows: Long,
-    statsParsedInEveryAdd: Boolean
+    statsParsedInEveryAdd: Boolean,
+    partitionParsedInEveryAdd: Set[String] = Set.empty
 )
 
 private[deltareplay] object FooterFacts {
   private val AddPath = ColumnPath.get("add", "path")
   private val ParsedRecords =
     ColumnPath.get("add", CheckpointLayout.StatsParsedField, "numRecords")
+  val PartitionParsedField = "partitionValues_parsed"
 
   def apply(footer: ParquetMetadata, schema: StructType): FooterFacts = {
-    val blocks = footer.getBlocks.asScala
-    FooterFacts(schema, blocks.map(_.getRowCount).sum, blocks.forall(statsParsedInEveryAdd))
+    val blocks = footer.getBlocks.asScala.toSeq
+    val partitionFields = schema.fields
+      .find(_.name == "add")
+      .map(_.dataType)
+      .collect { case s: StructType => s.fields.find(_.name == PartitionParsedField) }
+      .flatten
+      .map(_.dataType)
+      .collect { case s: StructType =>
+        s.fields.filter(f =>
+          !Seq(classOf[StructType], classOf[ArrayType], classOf[MapType])
+            .exists(_.isInstance(f.dataType))
+        )
+      }
+      .getOrElse(Array.empty)
+      .map(_.name)
+    FooterFacts(
+      schema,
+      blocks.map(_.getRowCount).sum,
+      blocks.forall(inEveryAdd(_, ParsedRecords)),
+      partitionFields.filter { name =>
+        val path = ColumnPath.get("add", PartitionParsedField, name)
+        blocks.nonEmpty && blocks.forall(inEveryAdd(_, path))
+      }.toSet
+    )
   }
 
-  private def statsParsedInEveryAdd(
-      block: org.apache.parquet.hadoop.metadata.BlockMetaData
+  /** Whether the leaf at `path` has a value in every add row of `block` (by its null count). */
+  private def inEveryAdd(
+      block: org.apache.parquet.hadoop.metadata.BlockMetaData,
+      path: ColumnPath
   ): Boolean = {
     def nulls(path: ColumnPath): Option[Long] =
       block.getColumns.asScala.find(_.getPath == path).flatMap { c =>
         Option(c.getStatistics).filter(_.isNumNullsSet).map(_.getNumNulls)
       }
-    (for (adds <- nulls(AddPath); parsed <- nulls(ParsedRecords)) yield parsed <= adds)
-      .getOrElse(false)
+    (for (adds <- nulls(AddPath); leaf <- nulls(path)) yield leaf <= adds).getOrElse(false)
   }
 }
 

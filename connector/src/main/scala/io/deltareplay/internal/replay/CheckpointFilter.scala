@@ -3,13 +3,14 @@ package io.deltareplay.internal.replay
 import scala.collection.mutable
 
 import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.FooterFacts
 import io.deltareplay.internal.skipping.{DataSkipping, FileFilter}
 import org.apache.spark.sql.Column
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types._
 
 /**
  * A scan's [[FileFilter]] moved from index entries onto the raw rows of a checkpoint, so that a
@@ -47,11 +48,16 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
     // the partition part relaxes to true: Parquet gets the statistics part only
     // a checkpoint written with delta.checkpoint.writeStatsAsJson=false has no add.stats
     val hasJson = addType.fieldNames.contains("stats")
+    val partitionParsed = addType.fields
+      .find(_.name == FooterFacts.PartitionParsedField)
+      .map(_.dataType)
+      .collect { case s: StructType => s }
     onCheckpoint(
       DataSkipping.and(filter.prune, filter.skip),
       statsType,
       parsedInEveryAdd,
-      hasJson
+      hasJson,
+      partitionParsed
     ).map { exact =>
       SparkBridge.column(
         DataSkipping.and(
@@ -76,9 +82,18 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
       e: Expression,
       statsType: Option[DataType],
       parsedInEveryAdd: Boolean,
-      hasJson: Boolean
+      hasJson: Boolean,
+      partitionParsed: Option[StructType]
   ): Option[Expression] = {
-    val partition = entry.partitionFrom(UnresolvedAttribute(Seq("add", "partitionValues")))
+    // a partition value typed in `add.partitionValues_parsed` (its fields here: those every add
+    // has a value in) where the cast of the map's string gives that value whatever the session
+    val typedPartition = (physical: String, t: DataType) =>
+      partitionParsed
+        .flatMap(_.fields.find(f => f.name == physical && f.dataType == t))
+        .filter(f => CheckpointFilter.TypedPartitionTypes.contains(f.dataType))
+        .map(f => UnresolvedAttribute(Seq("add", FooterFacts.PartitionParsedField, f.name)))
+    val partition =
+      entry.partitionFrom(UnresolvedAttribute(Seq("add", "partitionValues")), typedPartition)
     val statsField = CheckpointFilter.StatsField(statsAttr)
     def typed(names: Seq[String], t: DataType) =
       statsType.flatMap(s => CheckpointFilter.fieldType(s, names)).contains(t)
@@ -131,6 +146,13 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
 }
 
 private[deltareplay] object CheckpointFilter {
+
+  /**
+   * Partition column types read from `add.partitionValues_parsed` when it has them: those whose
+   * value the cast of the partition string gives exactly, with no time zone or rounding involved.
+   */
+  val TypedPartitionTypes: Set[DataType] =
+    Set(StringType, BooleanType, ByteType, ShortType, IntegerType, LongType, DateType)
 
   /** A field of an entry's `stats` (the attribute `stats`), as its names from `stats` down. */
   final case class StatsField(stats: Attribute) {

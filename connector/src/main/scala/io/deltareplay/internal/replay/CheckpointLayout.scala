@@ -16,7 +16,8 @@ import org.apache.spark.sql.types._
 private[deltareplay] case class CheckpointLayout(
     readSchema: StructType,
     hasStatsParsed: Boolean,
-    statsParsedInEveryAdd: Boolean
+    statsParsedInEveryAdd: Boolean,
+    partitionParsed: Option[StructType] = None
 ) {
 
   val addType: StructType = readSchema("add").dataType.asInstanceOf[StructType]
@@ -29,6 +30,17 @@ private[deltareplay] case class CheckpointLayout(
   def addFields(needStats: Boolean, typed: Option[DataType]): StructType =
     if (needStats && !(statsParsedInEveryAdd && typed.isDefined)) addType
     else StructType(addType.filterNot(_.name == "stats"))
+
+  /**
+   * [[addFields]] for a read in two passes ([[CheckpointSelect]]), with the fields of
+   * `add.partitionValues_parsed` that every add has a value in, last ([[FooterFacts]]): a partition
+   * filter then reads those typed values ([[CheckpointFilter]]) rather than the
+   * `add.partitionValues` map, whose keys and values are strings of every row.
+   */
+  def selectFields(needStats: Boolean, typed: Option[DataType]): StructType =
+    partitionParsed.fold(addFields(needStats, typed)) { p =>
+      addFields(needStats, typed).add(FooterFacts.PartitionParsedField, p)
+    }
 
   /**
    * The index entry of a checkpoint add, as expressions over a row whose one column is `add` with
@@ -102,10 +114,18 @@ private[deltareplay] object CheckpointLayout {
     }
     val parsed = footerAdd.flatMap(_.fields.find(_.name == StatsParsedField)).filter(_ => needStats)
     val addType = parsed.fold(FileAction.AddType)(p => FileAction.AddType.add(p))
+    val partitionParsed = footerAdd
+      .flatMap(_.fields.find(_.name == FooterFacts.PartitionParsedField))
+      .map(_.dataType)
+      .collect { case s: StructType =>
+        StructType(s.fields.filter(f => footer.partitionParsedInEveryAdd.contains(f.name)))
+      }
+      .filter(_.nonEmpty)
     CheckpointLayout(
       new StructType().add("add", addType).add("remove", FileAction.RemoveType),
       parsed.isDefined,
-      parsed.isDefined && footer.statsParsedInEveryAdd
+      parsed.isDefined && footer.statsParsedInEveryAdd,
+      partitionParsed
     )
   }
 }

@@ -129,7 +129,7 @@ private[deltareplay] object CheckpointSelect {
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): RDD[InternalRow] = {
-    val fields = layout.addFields(needStats, typed)
+    val fields = layout.selectFields(needStats, typed)
     val selected = select(spark, files, fields, filter, rowsRead, rowsDecoded)
     val condition = selected.condition
     val timeZone = spark.sessionState.conf.sessionLocalTimeZone

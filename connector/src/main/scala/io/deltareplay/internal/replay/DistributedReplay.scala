@@ -342,7 +342,7 @@ private[deltareplay] class DistributedReplay(
     if (filter.isEmpty || checkpointJson.nonEmpty) return None
     val moved = checkpointByLayout.toSeq.map { case (layout, fs) =>
       // over the add fields the selection reads (the JSON statistics may be left out)
-      val fields = layout.addFields(needStats, statsParsed)
+      val fields = layout.selectFields(needStats, statsParsed)
       filter.get.column(fields, layout.statsParsedInEveryAdd).map(c => (layout, fs, c))
     }
     if (moved.exists(_.isEmpty)) return None

@@ -44,10 +44,10 @@ import org.apache.spark.util.SerializableConfiguration
  * rows (parquet-mr's page index: the offset index says which pages those are) and skips the other
  * rows of those pages, as Spark's vectorized reader does for a filter that column indexes narrow.
  *
- * Spark's reader reads a file when the split covers the whole file, when the vectorized reader
- * does not serve the read schema, or when some column chunk of the file has no offset index (then
- * every split of it keeps Spark's rule, decided from the footer alone, so the splits still agree).
- * A filter pushed to Parquet prunes only in Spark's reader: the rows of a split read here are all
+ * Spark's reader reads a file when the split covers the whole file, when the vectorized reader does
+ * not serve the read schema, or when some column chunk of the file has no offset index (then every
+ * split of it keeps Spark's rule, decided from the footer alone, so the splits still agree). A
+ * filter pushed to Parquet prunes only in Spark's reader: the rows of a split read here are all
  * returned, and the scan's filter drops them after, as it does for any row a pushed filter keeps.
  */
 class RowSplitParquetFormat extends ParquetFileFormat {
@@ -98,12 +98,12 @@ object RowSplitParquetFormat {
 
   /**
    * Whether a read of `schema` (its columns and partition columns) divides row groups by rows: when
-   * Spark's vectorized reader serves it, unless the session turned row splits off
-   * (`spark.deltareplay.replay.checkpointRowSplits`).
+   * the session turned row splits on (`spark.deltareplay.replay.checkpointRowSplits`) and Spark's
+   * vectorized reader serves it.
    */
   def splitsByRows(spark: SparkSession, schema: StructType): Boolean = {
     val conf = spark.asInstanceOf[ClassicSession].sessionState.conf
-    conf.getConfString(DeltaReplayOptions.CheckpointRowSplitsKey, "true").toBoolean &&
+    conf.getConfString(DeltaReplayOptions.CheckpointRowSplitsKey, "false").toBoolean &&
     conf.parquetVectorizedReaderEnabled && ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
   }
 }
@@ -111,7 +111,9 @@ object RowSplitParquetFormat {
 /** The row rule of [[RowSplitParquetFormat]] and its reader. */
 object RowSplits {
 
-  /** Whether a file's splits divide its row groups by rows: every column chunk has an offset index. */
+  /**
+   * Whether a file's splits divide its row groups by rows: every column chunk has an offset index.
+   */
   def splittable(blocks: Seq[BlockMetaData]): Boolean =
     blocks.forall(_.getColumns.asScala.forall(_.getOffsetIndexReference != null))
 
@@ -233,6 +235,12 @@ object RowSplits {
 /**
  * Spark's vectorized reader over chosen rows of chosen row groups: initialized as Spark initializes
  * it (read schema, missing columns, types), then handed the row groups to read.
+ *
+ * The reader takes its row groups from a `ParquetRowGroupReader`, an interface private to Spark's
+ * package. This class is loaded by another class loader than Spark's when the connector comes as a
+ * jar (`--jars`, `--packages`), which makes it another package to the JVM: it can neither name nor
+ * implement that interface. So the row groups come through a proxy defined beside the interface,
+ * set into the reader's field by reflection, and the reader's own `close` closes the one it had.
  */
 private final class RowSplitReader(
     convertTz: java.time.ZoneId,
@@ -252,20 +260,52 @@ private final class RowSplitReader(
       capacity
     ) {
 
-  /** Read `rows` (row group, first row, end row) of `file` instead of the split's row groups. */
+  /**
+   * Read `rows` (row group, first row, end row) of `file` instead of the split's row groups. Call
+   * after `initialize`, before `initBatch`.
+   */
   def restrict(file: ParquetFileReader, rows: Array[(Int, Long, Long)]): Unit = {
-    if (reader != null) reader.close()
+    close() // the row groups Spark's initialization opened (no batch exists yet)
     file.setRequestedSchema(requestedSchema)
     val groups = rows.iterator
-    reader = new SpecificParquetRecordReaderBase.ParquetRowGroupReader {
-      def readNextRowGroup(): PageReadStore =
-        if (!groups.hasNext) null
-        else {
-          val (b, lo, hi) = groups.next()
-          RowSplits.pages(file, b, lo, hi)
-        }
-      def close(): Unit = file.close()
-    }
+    val handler: java.lang.reflect.InvocationHandler = (_, method, _) =>
+      method.getName match {
+        case "readNextRowGroup" =>
+          if (!groups.hasNext) null
+          else {
+            val (b, lo, hi) = groups.next()
+            RowSplits.pages(file, b, lo, hi)
+          }
+        case "close" => file.close(); null
+        case "toString" => s"row splits of ${file.getFile}"
+        case "hashCode" => Int.box(System.identityHashCode(file))
+        case "equals" => Boolean.box(false)
+        case other => throw new UnsupportedOperationException(other)
+      }
+    val proxy = java.lang.reflect.Proxy
+      .newProxyInstance(
+        RowSplitReader.Interface.getClassLoader,
+        Array(RowSplitReader.Interface),
+        handler
+      )
+    RowSplitReader.ReaderField.set(this, proxy)
     totalRowCount = rows.map { case (_, lo, hi) => hi - lo }.sum
+  }
+}
+
+private object RowSplitReader {
+
+  /** Spark's row group source interface, by name (see [[RowSplitReader]]). */
+  val Interface: Class[_] = Class.forName(
+    classOf[SpecificParquetRecordReaderBase[_]].getName + "$ParquetRowGroupReader",
+    false,
+    classOf[SpecificParquetRecordReaderBase[_]].getClassLoader
+  )
+
+  /** The reader's field holding its row group source. */
+  val ReaderField: java.lang.reflect.Field = {
+    val f = classOf[SpecificParquetRecordReaderBase[_]].getDeclaredField("reader")
+    f.setAccessible(true)
+    f
   }
 }

@@ -12,21 +12,23 @@ import org.apache.spark.sql.functions.{col, struct, to_json}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * A checkpoint of one row group read by several tasks ([[RowSplitParquetFormat]]): each split reads
- * the rows of its byte range, every row once, in every replay path.
+ * How checkpoint Parquet files are read: a checkpoint of one row group by several tasks
+ * ([[RowSplitParquetFormat]]: each split reads the rows of its byte range, every row once, in every
+ * replay path), and partition filters over typed partition values where the footer proves them.
  */
-class CheckpointSplitsSuite extends AnyFunSuite with DeltaOracle {
+class CheckpointReadSuite extends AnyFunSuite with DeltaOracle {
 
-  /** Splits of about 2 KB, so a checkpoint of a few dozen KB is cut into many. */
+  /** Row splits on, of about 2 KB, so a checkpoint of a few dozen KB is cut into many. */
   private val smallSplits = Seq(
+    "spark.deltareplay.replay.checkpointRowSplits" -> "true",
     "spark.sql.files.maxPartitionBytes" -> "2048",
     "spark.sql.files.openCostInBytes" -> "0"
   )
 
   /**
-   * A partitioned table (files of narrow id ranges) with deletion vectors and removes, checkpointed by delta-spark as one row
-   * group of pages of at most 16 rows (so splits end inside pages and span several), then a commit
-   * after the checkpoint.
+   * A partitioned table (files of narrow id ranges) with deletion vectors and removes, checkpointed
+   * by delta-spark as one row group of pages of at most 16 rows (so splits end inside pages and
+   * span several), then a commit after the checkpoint.
    */
   private lazy val table: String = {
     val path = java.nio.file.Files.createTempDirectory("splits").toFile.getAbsolutePath + "/t"
@@ -46,7 +48,12 @@ class CheckpointSplitsSuite extends AnyFunSuite with DeltaOracle {
     withConf("parquet.page.row.count.limit" -> "16", "parquet.page.size" -> "2048") {
       DeltaLog.forTable(spark, path).checkpoint()
     }
-    spark.range(5000, 5020).selectExpr("id", "'9' as p").write.format("delta").mode("append")
+    spark
+      .range(5000, 5020)
+      .selectExpr("id", "'9' as p")
+      .write
+      .format("delta")
+      .mode("append")
       .save(path)
     DeltaLog.clearCache()
     path
@@ -57,8 +64,11 @@ class CheckpointSplitsSuite extends AnyFunSuite with DeltaOracle {
 
   /** Each row as JSON text, sorted: the same rows whatever read them, maps and structs included. */
   private def asText(df: DataFrame): Seq[String] =
-    df.select(to_json(struct(df.columns.map(col).toIndexedSeq: _*))).collect().map(_.getString(0))
-      .toSeq.sorted
+    df.select(to_json(struct(df.columns.map(col).toIndexedSeq: _*)))
+      .collect()
+      .map(_.getString(0))
+      .toSeq
+      .sorted
 
   test("a checkpoint of one row group: several splits, each row read once, as Spark reads it") {
     val file = checkpointFile(table)
@@ -88,7 +98,7 @@ class CheckpointSplitsSuite extends AnyFunSuite with DeltaOracle {
       withConf("spark.sql.parquet.enableNestedColumnVectorizedReader" -> "false") {
         assert(asText(ours) === expected)
       }
-      // row splits off: Spark's rule, the one split holding the row group's middle reads it all
+      // row splits off (the default): Spark's rule, the split holding the group's middle reads it all
       withConf("spark.deltareplay.replay.checkpointRowSplits" -> "false") {
         val whole = rowsPerTask
         assert(whole.count(_ > 0) === 1 && whole.sum === expected.size, whole.mkString(","))
@@ -111,7 +121,11 @@ class CheckpointSplitsSuite extends AnyFunSuite with DeltaOracle {
     // row read once by the first, a handful decoded whole by the second
     val rows = spark.read.parquet(checkpointFile(table).getAbsolutePath).count()
     val Decoded = """.*filtered by the query: ([\d,]+) of ([\d,]+) rows decoded whole.*""".r
-    withConf("spark.sql.files.maxPartitionBytes" -> "8192", "spark.sql.files.openCostInBytes" -> "0") {
+    withConf(
+      "spark.deltareplay.replay.checkpointRowSplits" -> "true",
+      "spark.sql.files.maxPartitionBytes" -> "8192",
+      "spark.sql.files.openCostInBytes" -> "0"
+    ) {
       Seq("id = 1234", "p = '4' AND id BETWEEN 1230 AND 1232").foreach { q =>
         val m = firstFilteredRead(table, q)
         val (kept, seen) = m.replayMode match {
@@ -122,6 +136,49 @@ class CheckpointSplitsSuite extends AnyFunSuite with DeltaOracle {
         assert(kept > 0 && kept * 10 < seen, s"$q: ${m.replayMode}")
         assert(m.replayTasks > 2, s"$q: $m")
       }
+    }
+  }
+
+  test("a partition filter reads typed partition values where every add has one, else the map") {
+    withTempDir { dir =>
+      val path = new File(dir, "t").getAbsolutePath
+      def append(from: Long, s: String): Unit =
+        spark
+          .range(from, from + 120)
+          .selectExpr("id", s"$s as s", "cast(id % 3 as int) as n")
+          .repartition(6)
+          .write
+          .format("delta")
+          .mode("append")
+          .partitionBy("s", "n")
+          .save(path)
+      // the partition fields every add of the newest checkpoint has a value in, by its footer
+      def proven(): Set[String] = {
+        val segment = internal.log.TableSnapshot.load(spark, path, None, None, sessionConf).segment
+        val log = new internal.log.LogReader(spark, segment, sessionConf)
+        val facts = log.footerFacts(segment.checkpoint.head)
+        val layout = internal.replay.CheckpointLayout.forFile(facts, needStats = true)
+        assert(
+          layout.partitionParsed
+            .map(_.fieldNames.toSet)
+            .getOrElse(Set.empty) === facts.partitionParsedInEveryAdd
+        )
+        facts.partitionParsedInEveryAdd
+      }
+      val queries = Seq("s = '3'", "n = 1 AND s = '5' AND id > 50", "s IS NULL", "n = 2")
+      def check(): Unit = queries.foreach { q =>
+        val m = firstFilteredRead(path, q)
+        assert(m.replayMode.contains("rows decoded whole"), s"$q: ${m.replayMode}")
+      }
+      append(0, "cast(id % 7 as string)")
+      DeltaLog.forTable(spark, path).checkpoint()
+      assert(proven() === Set("s", "n"))
+      check()
+      // a null partition value: `s` is read from the map again, `n` stays typed
+      append(500, "cast(null as string)")
+      DeltaLog.forTable(spark, path).checkpoint()
+      assert(proven() === Set("n"))
+      check()
     }
   }
 }
