@@ -33,3 +33,40 @@ def test_python_udf_on_a_partition_column_runs_after_the_scan(
     assertDataFrameEqual(mixed, oracle.where(col("part") > "0"))
     [metrics] = delta_replay.scan_metrics(mixed)
     assert metrics["filesAfterPartitionPruning"] < metrics["liveFiles"]
+
+
+def test_checkpoint_row_splits_from_the_jar(spark: SparkSession, tmp_path: Path) -> None:
+    """A checkpoint cut into splits of rows, read by the connector loaded as a jar, answers as V1.
+
+    The split reader reaches a Spark interface that is private to Spark's package, which a class
+    of another class loader (the connector's jar) cannot name: the Scala suites, with every class
+    on one class path, cannot see that.
+    """
+    path = str(tmp_path / "t")
+    spark.range(0, 400).selectExpr("id", "CAST(id % 4 AS STRING) AS part").repartition(
+        20
+    ).write.format("delta").partitionBy("part").save(path)
+    jvm = spark._jvm
+    assert jvm is not None
+    jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path).checkpoint()
+    spark.range(400, 410).selectExpr("id", "'9' AS part").write.format("delta").mode(
+        "append"
+    ).save(path)
+    settings = {
+        "spark.deltareplay.replay.checkpointRowSplits": "true",
+        "spark.deltareplay.replay.mode": "distributed",
+        "spark.sql.files.maxPartitionBytes": "2048",
+        "spark.sql.files.openCostInBytes": "0",
+    }
+    try:
+        for key, value in settings.items():
+            spark.conf.set(key, value)
+        oracle = delta_replay.read(spark, path, reader="delta")
+        for where in ("id >= 0", "part = '2' AND id > 100", "id = 77"):
+            ours = delta_replay.read(spark, path).where(where)
+            assertDataFrameEqual(ours, oracle.where(where))
+            [metrics] = delta_replay.scan_metrics(ours)
+            assert metrics["replayMode"].startswith("distributed"), metrics
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
