@@ -49,9 +49,9 @@ def test_checkpoint_row_splits_from_the_jar(spark: SparkSession, tmp_path: Path)
     jvm = spark._jvm
     assert jvm is not None
     jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path).checkpoint()
-    spark.range(400, 410).selectExpr("id", "'9' AS part").write.format("delta").mode(
-        "append"
-    ).save(path)
+    spark.range(400, 410).selectExpr("id", "'9' AS part").write.format("delta").mode("append").save(
+        path
+    )
     settings = {
         "spark.deltareplay.replay.checkpointRowSplits": "true",
         "spark.deltareplay.replay.mode": "distributed",
