@@ -181,11 +181,14 @@ private[deltareplay] object CheckpointSelect {
     val byRowsFirst = RowSplitParquetFormat.splitsByRows(spark, pass.schema)
     val byRows = byRowsFirst && RowSplitParquetFormat.splitsByRows(spark, decoded)
     val sharedConf = spark.sparkContext.broadcast(new SerializableConfiguration(conf))
-    // splits sized as a file scan sizes them (Spark's rule: `maxPartitionBytes`, the open cost and
-    // the cores), each reading the rows of its byte range (RowSplits' rule, in both passes)
-    // (a file of passes that would not agree is read in one split)
+    // by rows: splits sized as a file scan sizes them (Spark's rule: `maxPartitionBytes`, the open
+    // cost and the cores), each reading the rows of its byte range (in both passes); by row groups:
+    // splits of `maxPartitionBytes` (more, smaller ones would leave a file of one row group in one
+    // of them and the others empty, each still opening the file); a file of passes that would not
+    // agree is read in one split
     val splitBytes =
       if (byRowsFirst != byRows) Long.MaxValue
+      else if (!byRows) math.max(1L, spark.sessionState.conf.filesMaxPartitionBytes)
       else
         math.max(
           1L,
