@@ -79,6 +79,8 @@ class RowSplitParquetFormat extends ParquetFileFormat {
       sparkSession,
       StructType(requiredSchema.fields ++ partitionSchema.fields)
     )
+    // (off: Spark's reader as it is, with nothing more broadcast)
+    if (!byRows) return whole
     val returningBatch = options.get(FileFormat.OPTION_RETURNING_BATCH).exists(_.toBoolean)
     val split = RowSplits.Reading(
       DeltaReplayParquetRows.settings(sparkSession),
@@ -89,7 +91,7 @@ class RowSplitParquetFormat extends ParquetFileFormat {
     )
     val conf = sparkSession.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
     (file: PartitionedFile) =>
-      if (!byRows || (file.start == 0 && file.length >= file.fileSize)) whole(file)
+      if (file.start == 0 && file.length >= file.fileSize) whole(file)
       else RowSplits.read(file, conf.value.value, split).getOrElse(whole(file))
   }
 }
