@@ -42,9 +42,10 @@ import org.apache.spark.util.{LongAccumulator, SerializableConfiguration}
  * there, since a checkpoint's rows are not ordered by the filtered column, so every page spans the
  * whole range.
  *
- * One task per split of a file (sized as a file scan sizes them; each takes the rows of its byte
- * range, [[RowSplitParquetFormat]], so a file of one row group is read by several tasks), two
- * passes:
+ * One task per split of a file (`spark.sql.files.maxPartitionBytes`, each taking the row groups
+ * whose middle falls in its range, as a file scan does; with `replay.checkpointRowSplits`, splits
+ * sized as a file scan sizes them, each taking the rows of its byte range, so that a file of one
+ * row group is read by several tasks: [[RowSplitParquetFormat]]), two passes:
  *   1. Spark's vectorized Parquet reader decodes only the leaves the filter reads (a partition
  *      value, a column's min and max, ...), and the filter, with `add IS NOT NULL`, gives the
  *      positions of the rows it keeps. A struct's nulls are held by every leaf below it, so the
