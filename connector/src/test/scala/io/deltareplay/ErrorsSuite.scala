@@ -214,7 +214,10 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
-  test("a replay job that failed for memory or was cancelled is not called a corrupt log") {
+  test(
+    "a replay job that failed for memory, was cancelled or could not link a class is not " +
+      "called a corrupt log"
+  ) {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
       write(path, 2)
@@ -237,6 +240,13 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
         )
       )
       memory.foreach(e => assert(through(e) eq e))
+      // a class of the connector's jar that cannot reach a class of Spark's (as a split reader
+      // implementing Spark's package-private interface once failed): the jars, not the log
+      val linkage = new SparkException(
+        "task failed",
+        new IllegalAccessError("failed to access class of another class loader")
+      )
+      assert(through(linkage) eq linkage)
       // a real job, cancelled while it runs
       val sc = spark.sparkContext
       val started = new java.util.concurrent.CountDownLatch(1)

@@ -6,7 +6,7 @@ import io.deltareplay.internal.log.LogSegment
 /**
  * What a failed Spark job over a table's log tells the user: the log file that does not read (a
  * corrupt log, naming the file), an error of ours raised in a task as it is, and a job that failed
- * for want of resources or was cancelled as Spark raised it.
+ * for want of resources, was cancelled or could not link a class as Spark raised it.
  */
 private[deltareplay] object LogJobErrors {
 
@@ -43,12 +43,15 @@ private[deltareplay] object LogJobErrors {
     }
 
   /**
-   * Whether a failed job failed for want of memory or was cancelled, not on the log's bytes: such a
-   * failure passes through as Spark raised it (calling the log corrupt would send the user to
-   * restore a sound table).
+   * Whether a failed job failed for want of memory, was cancelled, or failed to link a class, not
+   * on the log's bytes: such a failure passes through as Spark raised it (calling the log corrupt
+   * would send the user to restore a sound table). A `LinkageError` (a class not found, not
+   * accessible, or another version of it than the code was built against) comes from the jars on
+   * the class path, never from a file read.
    */
   def notTheLog(e: Throwable): Boolean = Errors.causes(e).exists {
     case _: OutOfMemoryError => true // Spark's SparkOutOfMemoryError too
+    case _: LinkageError => true
     case _: org.apache.spark.TaskKilledException => true
     case t: org.apache.spark.SparkThrowable =>
       Option(t.getSqlState).exists(_.startsWith("53")) || // insufficient resources
