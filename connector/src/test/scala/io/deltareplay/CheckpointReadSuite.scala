@@ -161,9 +161,9 @@ class CheckpointReadSuite extends AnyFunSuite with DeltaOracle {
         assert(
           layout.partitionParsed
             .map(_.fieldNames.toSet)
-            .getOrElse(Set.empty) === facts.partitionParsedInEveryAdd
+            .getOrElse(Set.empty) === facts.partitionParsedInEveryAdd.fieldNames.toSet
         )
-        facts.partitionParsedInEveryAdd
+        facts.partitionParsedInEveryAdd.fieldNames.toSet
       }
       val queries = Seq("s = '3'", "n = 1 AND s = '5' AND id > 50", "s IS NULL", "n = 2")
       def check(): Unit = queries.foreach { q =>

@@ -8,7 +8,7 @@ import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.FileStatus
 import org.apache.parquet.hadoop.metadata.{ColumnPath, ParquetMetadata}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.types.{ArrayType, MapType, StructType}
+import org.apache.spark.sql.types.StructType
 
 /**
  * What replay takes from the footer of a checkpoint Parquet file (or sidecar): its Spark schema,
@@ -29,39 +29,27 @@ private[deltareplay] final case class FooterFacts(
     schema: StructType,
     rows: Long,
     statsParsedInEveryAdd: Boolean,
-    partitionParsedInEveryAdd: Set[String] = Set.empty
+    partitionParsedInEveryAdd: StructType = new StructType()
 )
 
 private[deltareplay] object FooterFacts {
   private val AddPath = ColumnPath.get("add", "path")
   private val ParsedRecords =
     ColumnPath.get("add", CheckpointLayout.StatsParsedField, "numRecords")
-  val PartitionParsedField = "partitionValues_parsed"
-
   def apply(footer: ParquetMetadata, schema: StructType): FooterFacts = {
     val blocks = footer.getBlocks.asScala.toSeq
-    val partitionFields = schema.fields
-      .find(_.name == "add")
-      .map(_.dataType)
-      .collect { case s: StructType => s.fields.find(_.name == PartitionParsedField) }
-      .flatten
-      .map(_.dataType)
-      .collect { case s: StructType =>
-        s.fields.filter(f =>
-          !Seq(classOf[StructType], classOf[ArrayType], classOf[MapType])
-            .exists(_.isInstance(f.dataType))
-        )
-      }
-      .getOrElse(Array.empty)
-      .map(_.name)
+    val partitionParsed = CheckpointLayout
+      .structField(schema, "add")
+      .flatMap(CheckpointLayout.structField(_, CheckpointLayout.PartitionParsedField))
     FooterFacts(
       schema,
       blocks.map(_.getRowCount).sum,
       blocks.forall(inEveryAdd(_, ParsedRecords)),
-      partitionFields.filter { name =>
-        val path = ColumnPath.get("add", PartitionParsedField, name)
+      // (a field that is not a leaf has no column of its path, so no null count: never proven)
+      StructType(partitionParsed.toSeq.flatMap(_.fields).filter { f =>
+        val path = ColumnPath.get("add", CheckpointLayout.PartitionParsedField, f.name)
         blocks.nonEmpty && blocks.forall(inEveryAdd(_, path))
-      }.toSet
+      })
     )
   }
 

@@ -3,7 +3,6 @@ package io.deltareplay.internal.replay
 import scala.collection.mutable
 
 import io.deltareplay.internal.index.FileEntry
-import io.deltareplay.internal.log.FooterFacts
 import io.deltareplay.internal.skipping.{DataSkipping, FileFilter}
 import org.apache.spark.sql.Column
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
@@ -48,10 +47,8 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
     // the partition part relaxes to true: Parquet gets the statistics part only
     // a checkpoint written with delta.checkpoint.writeStatsAsJson=false has no add.stats
     val hasJson = addType.fieldNames.contains("stats")
-    val partitionParsed = addType.fields
-      .find(_.name == FooterFacts.PartitionParsedField)
-      .map(_.dataType)
-      .collect { case s: StructType => s }
+    val partitionParsed =
+      CheckpointLayout.structField(addType, CheckpointLayout.PartitionParsedField)
     onCheckpoint(
       DataSkipping.and(filter.prune, filter.skip),
       statsType,
@@ -91,7 +88,7 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
       partitionParsed
         .flatMap(_.fields.find(f => f.name == physical && f.dataType == t))
         .filter(f => CheckpointFilter.TypedPartitionTypes.contains(f.dataType))
-        .map(f => UnresolvedAttribute(Seq("add", FooterFacts.PartitionParsedField, f.name)))
+        .map(f => UnresolvedAttribute(Seq("add", CheckpointLayout.PartitionParsedField, f.name)))
     val partition =
       entry.partitionFrom(UnresolvedAttribute(Seq("add", "partitionValues")), typedPartition)
     val statsField = CheckpointFilter.StatsField(statsAttr)

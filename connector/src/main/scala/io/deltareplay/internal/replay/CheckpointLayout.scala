@@ -39,7 +39,7 @@ private[deltareplay] case class CheckpointLayout(
    */
   def selectFields(needStats: Boolean, typed: Option[DataType]): StructType =
     partitionParsed.fold(addFields(needStats, typed)) { p =>
-      addFields(needStats, typed).add(FooterFacts.PartitionParsedField, p)
+      addFields(needStats, typed).add(CheckpointLayout.PartitionParsedField, p)
     }
 
   /**
@@ -106,26 +106,22 @@ private[deltareplay] case class CheckpointLayout(
 
 private[deltareplay] object CheckpointLayout {
   val StatsParsedField = "stats_parsed"
+  val PartitionParsedField = "partitionValues_parsed"
+
+  /** The field `name` of `s`, when it is a struct. */
+  def structField(s: StructType, name: String): Option[StructType] =
+    s.fields.find(_.name == name).map(_.dataType).collect { case t: StructType => t }
 
   /** The layout of a checkpoint file with this footer. */
   def forFile(footer: FooterFacts, needStats: Boolean): CheckpointLayout = {
-    val footerAdd = footer.schema.fields.find(_.name == "add").map(_.dataType).collect {
-      case s: StructType => s
-    }
+    val footerAdd = structField(footer.schema, "add")
     val parsed = footerAdd.flatMap(_.fields.find(_.name == StatsParsedField)).filter(_ => needStats)
     val addType = parsed.fold(FileAction.AddType)(p => FileAction.AddType.add(p))
-    val partitionParsed = footerAdd
-      .flatMap(_.fields.find(_.name == FooterFacts.PartitionParsedField))
-      .map(_.dataType)
-      .collect { case s: StructType =>
-        StructType(s.fields.filter(f => footer.partitionParsedInEveryAdd.contains(f.name)))
-      }
-      .filter(_.nonEmpty)
     CheckpointLayout(
       new StructType().add("add", addType).add("remove", FileAction.RemoveType),
       parsed.isDefined,
       parsed.isDefined && footer.statsParsedInEveryAdd,
-      partitionParsed
+      Some(footer.partitionParsedInEveryAdd).filter(_.nonEmpty)
     )
   }
 }

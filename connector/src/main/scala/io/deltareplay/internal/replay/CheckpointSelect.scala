@@ -12,7 +12,6 @@ import org.apache.parquet.column.page.PageReadStore
 import org.apache.parquet.filter2.compat.FilterCompat
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.util.HadoopInputFile
-import org.apache.parquet.internal.column.columnindex.OffsetIndex
 import org.apache.parquet.internal.filter2.columnindex.RowRanges
 import org.apache.parquet.io.ColumnIOFactory
 import org.apache.spark.paths.SparkPath
@@ -299,7 +298,7 @@ private[deltareplay] object CheckpointSelect {
     val status = new FileStatus(file.fileSize, false, 1, 0L, file.modificationTime, path)
     // the rows the first pass read: by the row rule when it split the file by rows, else the row
     // groups Parquet's range gives the split
-    val byRows = splitByRows && !(file.start == 0 && file.length >= file.fileSize)
+    val byRows = splitByRows && !RowSplits.coversFile(file)
     val options = HadoopReadOptions.builder(conf, path)
     if (!byRows) options.withRange(file.start, file.start + file.length)
     val reader = ParquetFileReader.open(
@@ -363,18 +362,7 @@ private[deltareplay] object CheckpointSelect {
 
   /** Ranges of single rows (positions within a row group, ascending). */
   private def rowRanges(rowCount: Long, rows: Array[Long]): RowRanges =
-    RowRanges.create(
-      rowCount,
-      java.util.stream.IntStream.range(0, rows.length).iterator(),
-      new OffsetIndex {
-        // one "page" per row: RowRanges reads only the first and last row of each
-        def getPageCount: Int = rows.length
-        def getOffset(i: Int): Long = 0L
-        def getCompressedPageSize(i: Int): Int = 0
-        def getFirstRowIndex(i: Int): Long = rows(i)
-        override def getLastRowIndex(i: Int, rowGroupRowCount: Long): Long = rows(i)
-      }
-    )
+    RowSplits.ranges(rowCount, rows.length, rows(_), rows(_))
 
   /**
    * `filter` bound to rows of `readSchema`, and the first pass: the leaves of `readSchema` that

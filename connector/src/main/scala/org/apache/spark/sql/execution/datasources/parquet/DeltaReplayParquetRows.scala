@@ -8,7 +8,11 @@ import org.apache.parquet.hadoop.metadata.FileMetaData
 import org.apache.parquet.io.api.RecordMaterializer
 import org.apache.parquet.schema.MessageType
 import org.apache.spark.sql.SparkSession
+import java.time.ZoneId
+
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.catalyst.util.RebaseDateTime.RebaseSpec
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources.DataSourceUtils
 import org.apache.spark.sql.types.StructType
@@ -40,6 +44,23 @@ object DeltaReplayParquetRows {
     )
   }
 
+  /**
+   * The value conversions Spark's Parquet readers apply to a file, by its footer and the session.
+   */
+  final case class Conversions(convertTz: Option[ZoneId], datetime: RebaseSpec, int96: RebaseSpec)
+
+  def conversions(file: FileMetaData, settings: Settings): Conversions = {
+    val lookup = (key: String) => file.getKeyValueMetaData.get(key)
+    Conversions(
+      // INT96 values a writer other than parquet-mr wrote, when the session converts them
+      if (settings.int96TimestampConversion && !file.getCreatedBy.startsWith("parquet-mr")) {
+        Some(DateTimeUtils.getZoneId(settings.sessionTimeZone))
+      } else None,
+      DataSourceUtils.datetimeRebaseSpec(lookup, settings.datetimeRebaseMode),
+      DataSourceUtils.int96RebaseSpec(lookup, settings.int96RebaseMode)
+    )
+  }
+
   /** Whether Spark's vectorized reader can hand out columnar batches of `schema`. */
   def batchReadable(spark: SparkSession, schema: StructType): Boolean =
     ParquetUtils.isBatchReadSupportedForSchema(
@@ -58,13 +79,9 @@ object DeltaReplayParquetRows {
       settings: Settings
   ): (RecordMaterializer[InternalRow], MessageType) = {
     val keyValues = file.getKeyValueMetaData
-    val lookup = (key: String) => keyValues.get(key)
-    val support = new ParquetReadSupport(
-      RowSplits.convertTz(file, settings),
-      enableVectorizedReader = false,
-      DataSourceUtils.datetimeRebaseSpec(lookup, settings.datetimeRebaseMode),
-      DataSourceUtils.int96RebaseSpec(lookup, settings.int96RebaseMode)
-    )
+    val c = conversions(file, settings)
+    val support =
+      new ParquetReadSupport(c.convertTz, enableVectorizedReader = false, c.datetime, c.int96)
     val asSets = keyValues.asScala.map { case (k, v) => k -> java.util.Collections.singleton(v) }
     val context = support.init(new InitContext(conf, asSets.asJava, file.getSchema))
     (support.prepareForRead(conf, keyValues, file.getSchema, context), context.getRequestedSchema)

@@ -10,7 +10,7 @@ import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl
 import org.apache.parquet.HadoopReadOptions
 import org.apache.parquet.column.page.PageReadStore
 import org.apache.parquet.hadoop.ParquetFileReader
-import org.apache.parquet.hadoop.metadata.{BlockMetaData, FileMetaData}
+import org.apache.parquet.hadoop.metadata.BlockMetaData
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.internal.column.columnindex.OffsetIndex
 import org.apache.parquet.internal.filter2.columnindex.RowRanges
@@ -18,10 +18,8 @@ import io.deltareplay.DeltaReplayOptions
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources.{
-  DataSourceUtils,
   FileFormat,
   PartitionedFile,
   RecordReaderIterator
@@ -91,7 +89,7 @@ class RowSplitParquetFormat extends ParquetFileFormat {
     )
     val conf = sparkSession.sparkContext.broadcast(new SerializableConfiguration(hadoopConf))
     (file: PartitionedFile) =>
-      if (file.start == 0 && file.length >= file.fileSize) whole(file)
+      if (RowSplits.coversFile(file)) whole(file)
       else RowSplits.read(file, conf.value.value, split).getOrElse(whole(file))
   }
 }
@@ -138,18 +136,21 @@ object RowSplits {
       if (hi > lo) Some((i, lo, hi)) else None
     }.toArray
 
-  /** One range of rows `[lo, hi)` of a row group of `rowCount` rows. */
-  def range(rowCount: Long, lo: Long, hi: Long): RowRanges =
+  /**
+   * `count` ranges of rows of a row group of `rowCount` rows, range `i` from row `first(i)` to row
+   * `last(i)` (both included; ascending), as parquet-mr's page index takes them.
+   */
+  def ranges(rowCount: Long, count: Int, first: Int => Long, last: Int => Long): RowRanges =
     RowRanges.create(
       rowCount,
-      java.util.stream.IntStream.of(0).iterator(),
+      java.util.stream.IntStream.range(0, count).iterator(),
       new OffsetIndex {
-        // one "page" spanning the range: RowRanges reads only its first and last row
-        def getPageCount: Int = 1
+        // one "page" per range: RowRanges reads only the first and last row of each
+        def getPageCount: Int = count
         def getOffset(i: Int): Long = 0L
         def getCompressedPageSize(i: Int): Int = 0
-        def getFirstRowIndex(i: Int): Long = lo
-        override def getLastRowIndex(i: Int, rowGroupRowCount: Long): Long = hi - 1
+        def getFirstRowIndex(i: Int): Long = first(i)
+        override def getLastRowIndex(i: Int, rowGroupRowCount: Long): Long = last(i)
       }
     )
 
@@ -157,8 +158,11 @@ object RowSplits {
   def pages(file: ParquetFileReader, b: Int, lo: Long, hi: Long): PageReadStore = {
     val count = file.getRowGroups.get(b).getRowCount
     if (lo == 0 && hi == count) file.readRowGroup(b)
-    else file.readFilteredRowGroup(b, range(count, lo, hi))
+    else file.readFilteredRowGroup(b, ranges(count, 1, _ => lo, _ => hi - 1))
   }
+
+  /** Whether a split covers its whole file (every rule then reads every row of it). */
+  def coversFile(file: PartitionedFile): Boolean = file.start == 0 && file.length >= file.fileSize
 
   /** What a split read needs from the driver. */
   final case class Reading(
@@ -168,12 +172,6 @@ object RowSplits {
       partitionSchema: StructType,
       returningBatch: Boolean
   )
-
-  /** Time zone for INT96 values a writer other than parquet-mr wrote, when Spark converts them. */
-  def convertTz(file: FileMetaData, settings: DeltaReplayParquetRows.Settings) =
-    if (settings.int96TimestampConversion && !file.getCreatedBy.startsWith("parquet-mr")) {
-      Some(DateTimeUtils.getZoneId(settings.sessionTimeZone))
-    } else None
 
   /**
    * The rows of `file`'s split by the row rule, as Spark's vectorized reader makes them; None when
@@ -201,16 +199,13 @@ object RowSplits {
           parquet.close()
           return Some(Iterator.empty)
         }
-        val meta = parquet.getFooter.getFileMetaData
-        val lookup = (key: String) => meta.getKeyValueMetaData.get(key)
-        val datetime = DataSourceUtils.datetimeRebaseSpec(lookup, how.settings.datetimeRebaseMode)
-        val int96 = DataSourceUtils.int96RebaseSpec(lookup, how.settings.int96RebaseMode)
+        val c = DeltaReplayParquetRows.conversions(parquet.getFooter.getFileMetaData, how.settings)
         val r = new RowSplitReader(
-          convertTz(meta, how.settings).orNull,
-          datetime.mode.toString,
-          datetime.timeZone,
-          int96.mode.toString,
-          int96.timeZone,
+          c.convertTz.orNull,
+          c.datetime.mode.toString,
+          c.datetime.timeZone,
+          c.int96.mode.toString,
+          c.int96.timeZone,
           how.offHeap && TaskContext.get() != null,
           how.capacity
         )
