@@ -62,6 +62,7 @@ object TestJvms {
     "CheckpointReadSuite",
     "SnapshotIndexSuite",
     "FirstReadSuite",
+    "BackgroundBuildSuite",
     "BatchReadSuite",
     "CorrectnessSuite",
     "ExecutorPlanningSuite",

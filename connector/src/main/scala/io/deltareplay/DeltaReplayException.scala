@@ -136,6 +136,14 @@ object DeltaReplayException {
   final class CorruptLog(message: String, cause: Throwable, val file: String)
       extends RuntimeError(message, cause, "DELTA_REPLAY_CORRUPT_LOG", "XX001")
 
+  /**
+   * A Spark job over the table's log failed in a way its files do not explain: every file read, and
+   * the failure came after (an action the connector did not expect, or a defect of the connector).
+   * The message names the table and the part of the log, and says how to read the table meanwhile.
+   */
+  final class ReplayFailed(message: String, cause: Throwable)
+      extends RuntimeError(message, cause, "DELTA_REPLAY_REPLAY_FAILED", "XX000")
+
   /** A data file the log names is gone (VACUUM), or a planning manifest cannot be used. */
   final class MissingFile(message: String, cause: Throwable)
       extends RuntimeError(message, cause, "DELTA_REPLAY_MISSING_FILE", "58030")

@@ -71,6 +71,18 @@ private[deltareplay] object Errors {
       file
     )
 
+  def replayFailed(table: String, log: String, cause: Throwable): DeltaReplayException =
+    new E.ReplayFailed(
+      msg(
+        s"Replaying $log of $table failed after its files were read: ${causeDetail(cause)}. " +
+          "The files read without error, so this is an action the connector did not expect " +
+          "or a defect of delta-replay; please report it with this error's stack trace. To " +
+          "read the table meanwhile, read it with delta-spark (format(\"delta\") with " +
+          s"${DeltaReplayOptions.SessionPrefix}${DeltaReplayOptions.Enabled}=false)."
+      ),
+      cause
+    )
+
   def malformedAction(table: String, file: String, cause: Throwable): DeltaReplayException =
     malformedAction(table, file, causeDetail(cause))
 

@@ -123,6 +123,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       new DeltaReplayException.BadOption("m"),
       new DeltaReplayException.SchemaChanged("m"),
       new DeltaReplayException.CorruptLog("m", null, null),
+      new DeltaReplayException.ReplayFailed("m", null),
       new DeltaReplayException.MissingFile("m", null),
       new DeltaReplayException.StoreAccess("m", null),
       new DeltaReplayException.StreamStopped("m")
@@ -215,8 +216,8 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
   }
 
   test(
-    "a replay job that failed for memory, was cancelled or could not link a class is not " +
-      "called a corrupt log"
+    "a replay job that failed for memory, was cancelled, could not link a class or failed " +
+      "after the files read is not called a corrupt log"
   ) {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
@@ -278,6 +279,25 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
         new com.fasterxml.jackson.core.JsonParseException(null, "Unexpected end-of-input")
       )
       assert(through(corrupt).isInstanceOf[DeltaReplayException.CorruptLog])
+      // a failure of the code that turns what was read into entries (a real task's) is not the
+      // log's: it names the table and the part of the log, and says how to read it meanwhile
+      val failed = intercept[DeltaReplayException.ReplayFailed](LogJobErrors.forLog(segment) {
+        sc.parallelize(Seq[String]("x", null), 2).map(_.length).collect()
+      })
+      val runtime = Class.forName("org.apache.spark.SparkRuntimeException")
+      assertSparkError(failed, runtime, "DELTA_REPLAY_REPLAY_FAILED", "XX000")(path)
+      assert(failed.getMessage.contains("commits up to 1"), failed.getMessage)
+      assert(failed.getMessage.contains("NullPointerException"), failed.getMessage)
+      assert(failed.getMessage.contains("spark.deltareplay.enabled=false"), failed.getMessage)
+      assert(Errors.causes(failed).exists(_.isInstanceOf[NullPointerException]))
+      // ... while a Parquet decoder's or an I/O error is the log's
+      Seq[Throwable](
+        new org.apache.parquet.io.ParquetDecodingException("can not read value at 0 in block 0"),
+        new java.io.EOFException("reached the end of the stream")
+      ).foreach { cause =>
+        val e = through(new SparkException("task failed", cause))
+        assert(e.isInstanceOf[DeltaReplayException.CorruptLog], e)
+      }
     }
   }
 

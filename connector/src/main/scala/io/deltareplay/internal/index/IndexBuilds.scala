@@ -22,9 +22,10 @@ import org.apache.spark.sql.execution.ui.{
  * daemon thread that offers it to the session's cache when done. A foreground query never waits for
  * one:
  *
- *   - a build starts only once the query that asked for it has ended and no other query of the
- *     application is running, and runs its Spark jobs under the job tag [[BackgroundTag]] in the
- *     scheduler pool of the same name (a lower-priority pool where `spark.scheduler.mode=FAIR`);
+ *   - a build starts only once the query that asked for it has ended, no other query of the
+ *     application is running and no query's rows are still being sent to PySpark, and runs its
+ *     Spark jobs under the job tag [[BackgroundTag]] in the scheduler pool of the same name (a
+ *     lower-priority pool where `spark.scheduler.mode=FAIR`);
  *   - when a read of any table through this connector begins (its snapshot loads, before the query
  *     is analysed and planned) or any other query starts, the build's jobs are cancelled at once
  *     (their cores go to the query), a job the build starts while a foreground query runs is
@@ -228,7 +229,25 @@ private[deltareplay] object IndexBuilds extends Logging {
     private def busy(askedBy: Option[Long]): Boolean = {
       val now = System.nanoTime()
       askedBy.exists(id => SQLExecution.getQueryExecution(id) != null) || !active.isEmpty ||
-      now - lastChange < IdleNanos || now - heldUntil < 0
+      serving() || now - lastChange < IdleNanos || now - heldUntil < 0
+    }
+
+    // rows still being sent count as a running query: the idle time starts once they are sent
+    private def serving(): Boolean = servingResults() && { lastChange = System.nanoTime(); true }
+
+    /**
+     * Whether a query's rows are still on their way to a PySpark driver: Spark pickles them (or
+     * writes their Arrow batches) in a thread of its own, named `serve...` (`serve-DataFrame`,
+     * `serve-Arrow`, `serve toLocalIterator`), after the query's execution has ended, while Python
+     * decodes them; a build started then takes the cores both need (a first query of 100,000 rows
+     * took seconds longer).
+     */
+    private def servingResults(): Boolean = {
+      var group = Thread.currentThread.getThreadGroup
+      while (group.getParent != null) group = group.getParent
+      val threads = new Array[Thread](group.activeCount() + 16)
+      val n = group.enumerate(threads, true)
+      (0 until n).exists(i => threads(i).getName.startsWith("serve"))
     }
 
     /**
@@ -246,8 +265,12 @@ private[deltareplay] object IndexBuilds extends Logging {
         .exists(c => Option(c.getMessage).exists(_.contains("the index build yields")))
   }
 
-  /** How long no query must have started or ended before a build (re)starts. */
-  private val IdleNanos = 300L * 1000000L
+  /**
+   * How long no query must have started or ended (or sent its last rows) before a build (re)starts:
+   * PySpark decodes the rows it was sent after Spark's serving thread has ended, 100,000 of them in
+   * about half a second on two cores.
+   */
+  private val IdleNanos = 1000L * 1000000L
 
   /**
    * How long a read that began holds the builds off at least: its analysis and planning come before

@@ -5,8 +5,11 @@ import io.deltareplay.internal.log.LogSegment
 
 /**
  * What a failed Spark job over a table's log tells the user: the log file that does not read (a
- * corrupt log, naming the file), an error of ours raised in a task as it is, and a job that failed
- * for want of resources, was cancelled or could not link a class as Spark raised it.
+ * corrupt log, naming the file), an error of ours raised in a task as it is, a job that failed for
+ * want of resources, was cancelled or could not link a class as Spark raised it, and any other
+ * failure after the files read (the connector's own code met something it did not expect) as a
+ * failed replay that names the table and says how to read it meanwhile: only a failed read of a log
+ * file sends the user to restore the log.
  */
 private[deltareplay] object LogJobErrors {
 
@@ -25,6 +28,7 @@ private[deltareplay] object LogJobErrors {
         ours(e).foreach(own => throw own)
         if (notTheLog(e)) throw e
         val range = segment.checkpointVersion.fold("commits")(v => s"checkpoint $v and commits")
+        val log = s"the log ($range up to ${segment.version})"
         // the file Spark's reader names (FAILED_READ_FILE's path), and the parser's own words
         // rather than the reader's advice about its parse modes
         val file = Errors.causes(e).collectFirst {
@@ -35,12 +39,26 @@ private[deltareplay] object LogJobErrors {
         val parser = Errors.causes(e).collectFirst {
           case j: com.fasterxml.jackson.core.JsonProcessingException => j
         }
-        throw Errors.corruptLogFile(
-          segment.table,
-          file.getOrElse(s"the log ($range up to ${segment.version})"),
-          parser.getOrElse(Option(e.getCause).getOrElse(e))
-        )
+        val cause = parser.getOrElse(Option(e.getCause).getOrElse(e))
+        if (file.isEmpty && !readFailed(e)) throw Errors.replayFailed(segment.table, log, cause)
+        throw Errors.corruptLogFile(segment.table, file.getOrElse(log), cause)
     }
+
+  /**
+   * Whether a failed job failed reading a file's bytes: Spark's reader names the file (a
+   * `FAILED_READ_FILE` condition, `path` among its parameters), a JSON or Parquet decoder refused
+   * them, a column's type is not the one asked for, or an I/O error. Anything else (a
+   * `NullPointerException`, a `ClassCastException` in the code that turns rows into entries) came
+   * after the bytes read and says nothing about the log's soundness.
+   */
+  private def readFailed(e: Throwable): Boolean = Errors.causes(e).exists {
+    case _: com.fasterxml.jackson.core.JsonProcessingException => true
+    case _: java.io.IOException => true
+    case _: org.apache.parquet.ParquetRuntimeException => true
+    case _: org.apache.spark.sql.execution.datasources.SchemaColumnConvertNotSupportedException =>
+      true
+    case _ => false
+  }
 
   /**
    * Whether a failed job failed for want of memory, was cancelled, or failed to link a class, not
