@@ -306,7 +306,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
     // about every other id in order, so whole batches of 512 rows are deleted)
     sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 500 AND 2600")
     // Spark's default code generation: a generated columnar-to-row loop reads our vectors
-    withGeneratedCode {
+    withSparkDefaults {
       val df = ours(path)
       val scan = deltaReplayScans(df).head
       val factory =
@@ -360,7 +360,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       ) {
         // batches (code generation on, Spark's default) and rows of batches (over `maxFields`)
         Seq("100", "1").foreach { maxFields =>
-          withGeneratedCode(withConf("spark.sql.codegen.maxFields" -> maxFields) {
+          withSparkDefaults(withConf("spark.sql.codegen.maxFields" -> maxFields) {
             val df = ours(path)
             val factory = deltaReplayScans(df).head.toBatch.createReaderFactory()
             val reads = factory.asInstanceOf[internal.read.DeltaReaderFactory]
@@ -575,8 +575,9 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         read(fact).join(read(dim).where("label = 'n3'"), "part").select("id", "label")
       withConf("spark.sql.autoBroadcastJoinThreshold" -> "10485760") {
         val expected = sorted(query(v1(_)))
-        replayModes.foreach { mode =>
-          withReplayMode(mode) {
+        // adaptive execution on (Spark's default) and off (the tests'): two ways to plan pruning
+        for (mode <- replayModes; adaptive <- Seq("true", "false"))
+          withReplayMode(mode)(withConf("spark.sql.adaptive.enabled" -> adaptive) {
             val df = query(ours(_))
             assert(sorted(df) === expected)
             assert(expected.size === 50)
@@ -592,8 +593,7 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
               factScan.description()
             )
             assert(part3Files < factScan.metrics.liveFiles)
-          }
-        }
+          })
       }
     }
   }

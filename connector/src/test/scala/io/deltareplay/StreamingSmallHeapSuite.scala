@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets
 import java.nio.file.{Files, Paths}
 import java.util.UUID
 
-import io.deltareplay.test.{GeneratedCode, SharedSparkSession}
+import io.deltareplay.test.{SharedSparkSession, SparkDefaults}
 import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -13,11 +13,11 @@ import org.scalatest.funsuite.AnyFunSuite
  * A 200K-file table (data files are hard links spread over four small Parquet files) plans its
  * initial snapshot and serves its first micro-batches in a driver JVM limited to 1 GB of heap
  * (build.sbt forks `*SmallHeapSuite` with -Xmx1g). delta-spark's Kernel-based source refuses
- * initial snapshots of this size by default. It runs with Spark's default code generation
- * ([[io.deltareplay.test.GeneratedCode]]): the path users run at this size, and interpreted
- * expressions over 200K entries were slower here (103-135 s -> 152 s in the test run).
+ * initial snapshots of this size by default. It runs with Spark's defaults (code generation,
+ * adaptive execution, [[io.deltareplay.test.SparkDefaults]]): the path users run at this size;
+ * interpreted expressions over 200K entries were slower here (103-135 s -> 152 s in the test run).
  */
-class StreamingSmallHeapSuite extends AnyFunSuite with SharedSparkSession with GeneratedCode {
+class StreamingSmallHeapSuite extends AnyFunSuite with SharedSparkSession with SparkDefaults {
 
   private val files = 200000
 

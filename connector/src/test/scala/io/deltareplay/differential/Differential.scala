@@ -412,9 +412,9 @@ trait Differential { oracle: DeltaOracle =>
     }
 
   private def withMode[T](mode: String)(body: => T): T = mode match {
-    // the user's plain read, with Spark's default code generation (the other modes: the tests'
-    // interpreted default, SparkSessions.interpreted)
-    case "auto" => withGeneratedCode(withConf("spark.deltareplay.replay.mode" -> "auto")(body))
+    // the user's plain read, with Spark's defaults: code generation, adaptive execution (the
+    // other modes: the tests' default, SparkSessions.testDefaults)
+    case "auto" => withSparkDefaults(withConf("spark.deltareplay.replay.mode" -> "auto")(body))
     case "filtered" =>
       withConf(
         "spark.deltareplay.replay.mode" -> "auto",

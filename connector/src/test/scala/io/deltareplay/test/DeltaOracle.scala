@@ -55,15 +55,15 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   }
 
   /**
-   * Runs `body` (the oracle's side of a comparison) with Spark's interpreted expressions and no
-   * whole-stage code generation ([[SparkSessions.interpreted]], the test sessions' default), also
-   * where the suite or test runs ours with generated code. Plan and execute inside it: a plan made
-   * outside keeps its generated code.
+   * Runs `body` (the oracle's side of a comparison) with the test sessions' default
+   * ([[SparkSessions.testDefaults]]: interpreted expressions, no whole-stage code generation, no
+   * adaptive execution), also where the suite or test runs ours with Spark's defaults. Plan and
+   * execute inside it: a plan made outside keeps its settings.
    */
-  def asOracle[T](body: => T): T = withConf(SparkSessions.interpreted.toSeq: _*)(body)
+  def asOracle[T](body: => T): T = withConf(SparkSessions.testDefaults.toSeq: _*)(body)
 
-  /** Runs `body` with Spark's default code generation ([[SparkSessions.generated]]). */
-  def withGeneratedCode[T](body: => T): T = withConf(SparkSessions.generated.toSeq: _*)(body)
+  /** Runs `body` with Spark's defaults ([[SparkSessions.sparkDefaults]]). */
+  def withSparkDefaults[T](body: => T): T = withConf(SparkSessions.sparkDefaults.toSeq: _*)(body)
 
   def ours(path: String, options: Map[String, String] = Map.empty): DataFrame =
     spark.read.format("delta-replay").options(options).load(path)

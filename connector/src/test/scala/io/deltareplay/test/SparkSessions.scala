@@ -25,26 +25,35 @@ object SparkSessions {
       .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
       .config("spark.databricks.delta.snapshotPartitions", "2")
       .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
-      .config(interpreted)
+      .config(testDefaults)
 
   /**
    * The test sessions' default: expressions evaluated by Spark's interpreted implementations, no
-   * whole-stage code generation. Spark tests the two against each other, so the answers are the
-   * same; what differs is time: compiling code for each write's statistics, each oracle plan and
-   * each scan of a few rows was a fifth to a quarter of the tests' CPU (CorrectnessSuite alone: 129
-   * s -> 99 s), and the test run is CPU-bound. Suites and tests that cover this connector's
-   * generated code (projections and predicates it creates, the vectors a generated columnar-to-row
-   * loop reads) run with Spark's defaults: [[SparkSessions.generated]].
+   * whole-stage code generation, no adaptive query execution. Spark tests each against the other
+   * way, so the answers are the same; what differs is CPU, and the test run is CPU-bound (both
+   * cores busy 97% of a clean-clone run). Compiling code for each write's statistics, each oracle
+   * plan and each scan of a few rows was a fifth to a quarter of the tests' CPU (CorrectnessSuite
+   * alone: 129 s -> 99 s); re-planning each small query stage by stage took a sixth of what was
+   * left (DifferentialSuite with CorrectnessSuite alone: 283-287 s -> 240 s of CPU, 2026-12-02).
+   * Suites and tests that cover this connector's generated code (projections and predicates it
+   * creates, the vectors a generated columnar-to-row loop reads) or its scans inside adaptive
+   * plans, and every `auto`-mode answer of the differential test, run with Spark's defaults:
+   * [[SparkSessions.sparkDefaults]].
    */
-  val interpreted: Map[String, String] = Map(
+  val testDefaults: Map[String, String] = Map(
     "spark.sql.codegen.wholeStage" -> "false",
-    "spark.sql.codegen.factoryMode" -> "NO_CODEGEN"
+    "spark.sql.codegen.factoryMode" -> "NO_CODEGEN",
+    "spark.sql.adaptive.enabled" -> "false"
   )
 
-  /** Spark's defaults: whole-stage code generation, generated expressions with a fallback. */
-  val generated: Map[String, String] = Map(
+  /**
+   * Spark's defaults: whole-stage code generation, generated expressions with a fallback, adaptive
+   * query execution.
+   */
+  val sparkDefaults: Map[String, String] = Map(
     "spark.sql.codegen.wholeStage" -> "true",
-    "spark.sql.codegen.factoryMode" -> "FALLBACK"
+    "spark.sql.codegen.factoryMode" -> "FALLBACK",
+    "spark.sql.adaptive.enabled" -> "true"
   )
 
   /**
@@ -66,17 +75,17 @@ object SparkSessions {
 }
 
 /**
- * A suite whose tests run with Spark's default code generation ([[SparkSessions.generated]]), set
- * for the suite and put back to the test default after it.
+ * A suite whose tests run with Spark's defaults ([[SparkSessions.sparkDefaults]]: code generation,
+ * adaptive execution), set for the suite and put back to the test default after it.
  */
-trait GeneratedCode extends BeforeAndAfterAll { self: Suite with SharedSparkSession =>
+trait SparkDefaults extends BeforeAndAfterAll { self: Suite with SharedSparkSession =>
   override protected def beforeAll(): Unit = {
     super.beforeAll()
-    SparkSessions.generated.foreach { case (k, v) => spark.conf.set(k, v) }
+    SparkSessions.sparkDefaults.foreach { case (k, v) => spark.conf.set(k, v) }
   }
 
   override protected def afterAll(): Unit =
-    try SparkSessions.interpreted.foreach { case (k, v) => spark.conf.set(k, v) }
+    try SparkSessions.testDefaults.foreach { case (k, v) => spark.conf.set(k, v) }
     finally super.afterAll()
 }
 

@@ -3,7 +3,7 @@ package io.deltareplay.internal.replay
 import io.deltareplay.internal.index.{DriverIndex, IndexCache, TableIndex}
 import io.deltareplay.internal.log.DvDescriptor
 import io.deltareplay.internal.scan.ScanMetrics
-import io.deltareplay.test.{DeltaOracle, GeneratedCode}
+import io.deltareplay.test.{DeltaOracle, SparkDefaults}
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
@@ -21,7 +21,7 @@ import org.scalatest.funsuite.AnyFunSuite
  * distributed replay builds for the same files, with statistics typed only (under column mapping's
  * physical names) and as JSON only; the answers are V1's.
  */
-class CheckpointEntriesSuite extends AnyFunSuite with DeltaOracle with GeneratedCode {
+class CheckpointEntriesSuite extends AnyFunSuite with DeltaOracle with SparkDefaults {
 
   private def entries(index: TableIndex): Map[String, Row] = index match {
     case d: DriverIndex =>

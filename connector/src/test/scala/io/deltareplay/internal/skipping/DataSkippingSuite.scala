@@ -10,7 +10,7 @@ import scala.util.Random
 import io.deltareplay.internal.index.{EntryChunk, FileEntry}
 import io.deltareplay.internal.log.{LiveFile, LogReader, TableSnapshot}
 import io.deltareplay.internal.replay.{CheckpointFilter, CheckpointLayout, LocalReplay, TailFilter}
-import io.deltareplay.test.{GeneratedCode, SharedSparkSession}
+import io.deltareplay.test.{SharedSparkSession, SparkDefaults}
 import org.apache.spark.sql.{functions, Column, DataFrame, Row}
 import org.apache.spark.sql.catalyst.expressions.{Expression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.logical.Filter
@@ -34,7 +34,7 @@ import org.scalatest.funsuite.AnyFunSuite
 class DataSkippingSuite
     extends AnyFunSuite
     with SharedSparkSession
-    with GeneratedCode
+    with SparkDefaults
     with PredicateHelper {
 
   private val seed = sys.props.get("deltareplay.test.seed").map(_.toLong).getOrElse(20261125L)
