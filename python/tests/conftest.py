@@ -21,9 +21,10 @@ from delta_replay.versions import KAFKA_SQL_MAVEN
 # concurrent work competes with the tests for CPU (the MOR, correctness and session tests:
 # 194 s with G1, 178 s with it). Expressions are evaluated by Spark's interpreted
 # implementations, with no whole-stage code generation, as in the Scala test sessions
-# (SparkSessions.interpreted, which says why and which suites keep Spark's defaults): the same
+# (SparkSessions.testDefaults, which says why and which suites keep Spark's defaults): the same
 # answers, without compiling code for each write, MERGE and small read; the test run is
-# CPU-bound.
+# CPU-bound. Unlike the Scala sessions these keep adaptive execution, Spark's default: the
+# workloads run as users run them (turning it off saved three workload modules 6%).
 TEST_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
