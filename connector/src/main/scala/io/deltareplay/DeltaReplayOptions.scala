@@ -215,7 +215,7 @@ object DeltaReplayOptions {
       ReadAndSession,
       Bool,
       "true",
-      "A filtered first read reads only the checkpoint adds its filters may match."
+      "A filtered first read builds index entries only for the files its filters may match."
     ),
     setting(
       CheckpointTwoPass,

@@ -272,6 +272,110 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test(
+    "a first filtered read of a log of commits only, replayed on the driver, builds entries only " +
+      "for the files its filters may match; a small log is indexed whole"
+  ) {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      IndexCache.clear(spark)
+      spark
+        .range(0, 400)
+        .selectExpr("id", "id % 4 AS p", "concat('s', id) AS s")
+        .repartitionByRange(16, col("id"))
+        .write
+        .format("delta")
+        .partitionBy("p")
+        .option("delta.enableDeletionVectors", "true")
+        .option("delta.checkpointInterval", "1000")
+        .save(path)
+      // no checkpoint: DVs, an append, removes, rewritten files (RESTORE would write one)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3")
+      spark
+        .range(400, 450)
+        .selectExpr("id", "id % 4 AS p", "concat('s', id) AS s")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      spark.sql(s"DELETE FROM delta.`$path` WHERE id < 25")
+      spark.sql(s"UPDATE delta.`$path` SET s = 'u' WHERE id BETWEEN 200 AND 210")
+      val logFiles = new java.io.File(path, "_delta_log").list().toSeq.sorted
+      assert(!logFiles.exists(_.contains("checkpoint")), logFiles)
+      val live = v1LiveFiles(path, latestVersion(path)).size
+      val queries =
+        Seq("id = 142", "id > 380 AND p = 1", "id < 30 OR id = 420", "p = 2", "s = 's7'")
+      // a log of commits only over replay.distributedThresholdBytes (0 here): replayed on the
+      // driver (within replay.tailFastPathMaxBytes), narrowed there
+      withConf(
+        "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+        "spark.deltareplay.index.buildInBackground" -> "false"
+      ) {
+        queries.foreach { q =>
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), q)
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.replayMode.startsWith("local (filtered by the query: entries for"), s"$q: $m")
+          assert(m.replayTasks === 0 && m.index.startsWith("narrowed"), s"$q: $m")
+          assert(m.liveFiles < live && m.liveFiles === m.filesAfterSkipping, s"$q: $m")
+        }
+        assert(IndexCache.usage(spark)._1 === 0) // no index of the whole version kept
+        queries.foreach { q =>
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), s"again: $q")
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.replayMode.startsWith("reused: v"), s"again: $q: $m")
+        }
+        // after a commit: the narrowed files rolled forward by it
+        spark.sql(s"DELETE FROM delta.`$path` WHERE id IN (142, 381, 421)").collect()
+        queries.foreach { q =>
+          val df = ours(path).where(q)
+          assert(sorted(df) === sorted(v1(path).where(q)), s"after a commit: $q")
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.replayMode.startsWith("incremental (narrowed index of v"), s"$q: $m")
+        }
+        // without a filter: the whole index, replayed on the driver
+        assert(sorted(ours(path)) === sorted(v1(path)))
+        assert(deltaReplayScans(ours(path)).head.metrics.replayMode.startsWith("cached"))
+      }
+      // the background build follows a narrowed read, and the next reads find its index
+      IndexCache.clear(spark)
+      withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
+        val df = ours(path).where(queries.head)
+        assert(sorted(df) === sorted(v1(path).where(queries.head)))
+        val scan = deltaReplayScans(df).head
+        assert(scan.metrics.replayMode.startsWith("local (filtered by the query"), scan.metrics)
+        val s = scan.snapshot
+        val deadline = System.nanoTime() + 120L * 1000000000L
+        while (
+          IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version) &&
+          System.nanoTime() < deadline
+        ) Thread.sleep(50)
+        val other = ours(path).where("id = 143")
+        assert(deltaReplayScans(other).head.metrics.replayMode === s"cached (v${s.version})")
+        assert(sorted(other) === sorted(v1(path).where("id = 143")))
+      }
+      // a small log (under the threshold), or over replay.tailFastPathMaxBytes (replayed as a
+      // job on the window path): the whole index, as before
+      Seq(
+        Seq.empty[(String, String)] -> "a small log, replayed on the driver",
+        Seq(
+          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
+          "spark.deltareplay.replay.tailFastPathMaxBytes" -> "0"
+        ) -> "no checkpoint, or commits after it over replay.tailFastPathMaxBytes"
+      ).foreach { case (confs, why) =>
+        IndexCache.clear(spark)
+        withConf(confs :+ ("spark.deltareplay.index.buildInBackground" -> "false"): _*) {
+          val df = ours(path).where(queries.head)
+          assert(sorted(df) === sorted(v1(path).where(queries.head)))
+          val m = deltaReplayScans(df).head.metrics
+          assert(m.narrowedReason === why, m)
+          assert(m.liveFiles === v1LiveFiles(path, latestVersion(path)).size, m)
+        }
+      }
+    }
+  }
+
   test("a first filtered read narrows on a checkpoint whose statistics are JSON only") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"

@@ -188,8 +188,9 @@ private[deltareplay] final case class ReadPolicy(
    * through a [[CheckpointFilter]] (kept for reads of this version with the same filters only,
    * [[NarrowedIndexes]]); the index of the whole version is then built in the background
    * (`index.buildInBackground`). None when that does not apply: `replay.filterCheckpoint` off, a
-   * forced replay mode, nothing to filter by, a log replayed on the driver or on the window path,
-   * an index that serves, or an index that would live on the executors.
+   * forced replay mode, nothing to filter by, a small log replayed on the driver, a log replayed on
+   * the window path, an index that serves, or an index that would live on the executors. A log of
+   * commits only that is not small narrows on the driver ([[commitsNarrowOnDriver]]).
    */
   def narrowedIndex(filter: FileFilter, needStats: Boolean): Either[String, ReplayResult] = {
     val byQuery = CheckpointFilter(entry, filter.over(entry))
@@ -198,8 +199,8 @@ private[deltareplay] final case class ReadPolicy(
       (!conf.filterCheckpoint) -> "replay.filterCheckpoint is off",
       (conf.replayMode != ReplayMode.Auto) -> s"replay.mode is ${conf.replayMode.name}",
       (!byQuery.filters) -> "", // nothing to narrow by
-      (!replaysDistributed) -> "a small log, replayed on the driver",
-      (!DistributedReplay.fastPath(segment, conf)) ->
+      (!replaysDistributed && !commitsNarrowOnDriver) -> "a small log, replayed on the driver",
+      (!DistributedReplay.fastPath(segment, conf) && !commitsNarrowOnDriver) ->
         "no checkpoint, or commits after it over replay.tailFastPathMaxBytes",
       cachedState(needStats).isDefined -> "an index of this version is cached",
       (home != Home.Driver) -> "the index of this version lives on the executors"
@@ -215,10 +216,22 @@ private[deltareplay] final case class ReadPolicy(
           k.copy(mode = mode, actionsReplayed = 0, replayTasks = 0)
         case None =>
           val r = rolledNarrowed(filter, needStats).getOrElse {
-            val replay =
-              new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
-            val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
-            ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
+            if (commitsNarrowOnDriver) {
+              Replay.narrowedOnDriver(
+                spark,
+                segment,
+                conf,
+                entry,
+                snapshot.meta.tableId,
+                filter,
+                needStats
+              )
+            } else {
+              val replay =
+                new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
+              val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
+              ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
+            }
           }
           if (conf.stateCache) NarrowedIndexes.put(this, filter, needStats, r)
           r
@@ -227,6 +240,15 @@ private[deltareplay] final case class ReadPolicy(
       Right(result.copy(millis = (System.nanoTime() - started) / 1000000))
     }
   }
+
+  /**
+   * A log of commits only that `auto` replays on the driver although it is over
+   * `replay.distributedThresholdBytes` ([[Replay.commitsOnDriver]]): a first filtered read of it
+   * narrows on the driver ([[Replay.narrowedOnDriver]]) as a checkpoint's read narrows in its job.
+   */
+  private def commitsNarrowOnDriver: Boolean =
+    conf.replayMode == ReplayMode.Auto && Replay.commitsOnDriver(segment, conf) &&
+      logBytes > conf.distributedThresholdBytes
 
   /**
    * The narrowed index an earlier read of this table with the same filters kept, rolled forward by

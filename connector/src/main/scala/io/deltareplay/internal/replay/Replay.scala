@@ -11,6 +11,7 @@ import io.deltareplay.internal.index.{
 }
 import io.deltareplay.internal.log.{LogReader, LogSegment}
 import io.deltareplay.internal.planning.{ReadConf, ReplayMode}
+import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
 
 /**
@@ -88,6 +89,33 @@ private[deltareplay] object Replay {
       val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, files)
       ReplayResult(index, "local", actions, 0L, 0)
     }
+
+  /**
+   * The narrowed index of a log of commits only replayed on the driver ([[commitsOnDriver]]): the
+   * commits reconciled, then entries built only for the live files `filter` may match
+   * ([[TailFilter]]: the few statistics it compares read token by token), as a checkpoint's tail is
+   * narrowed in [[DistributedReplay.index]]. A whole index parses every file's statistics with
+   * Spark's JSON reader, half of such a read's time on a warm driver; the background build does
+   * that after the query.
+   */
+  def narrowedOnDriver(
+      spark: SparkSession,
+      segment: LogSegment,
+      conf: ReadConf,
+      entry: FileEntry,
+      tableId: String,
+      filter: FileFilter,
+      needStats: Boolean
+  ): ReplayResult = {
+    val commits = LocalReplay.tailOf(new LogReader(spark, segment, conf), segment, needStats)
+    val live = commits.liveFiles()
+    val byQuery = new TailFilter(entry, filter)
+    val kept = if (byQuery.narrows) live.filter(byQuery.keeps) else live
+    val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, kept)
+    val mode =
+      f"local (filtered by the query: entries for ${kept.size}%,d of ${live.size}%,d files)"
+    ReplayResult(index, mode, commits.count, 0L, 0, narrowed = true)
+  }
 
   /**
    * A fresh index on the executors (replayed as a Spark job whatever `replay.mode` says), persisted
