@@ -210,4 +210,61 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
       finally sc.removeSparkListener(listener)
     }
   }
+
+  test(
+    "a background build on the driver (a log of commits only: no job to cancel) stops for a read " +
+      "that begins, and builds again once the application is idle"
+  ) {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      spark
+        .range(0, 300)
+        .selectExpr("id", "id % 3 AS p")
+        .repartitionByRange(12, col("id"))
+        .write
+        .format("delta")
+        .partitionBy("p")
+        .save(path)
+      spark
+        .range(300, 320)
+        .selectExpr("id", "id % 3 AS p")
+        .write
+        .format("delta")
+        .mode("append")
+        .save(path)
+      val inside = (new CountDownLatch(1), new CountDownLatch(1))
+      IndexBuilds.holdInsideForTests = Some(inside)
+      val yielded = IndexBuilds.yieldedOnDriver.get
+      try
+        withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
+          val first = ours(path).where("id = 17")
+          assert(sorted(first) === sorted(v1(path).where("id = 17")))
+          val scan = deltaReplayScans(first).head
+          assert(scan.metrics.replayMode.startsWith("local (filtered by the query"), scan.metrics)
+          // the build reconciles the commits on the driver; held there, a read begins
+          assert(inside._1.await(60, TimeUnit.SECONDS), "the build did not start on the driver")
+          val df = ours(path).where("p = 1") // its snapshot loads: the read begins
+          IndexBuilds.holdInsideForTests = None
+          inside._2.countDown()
+          val deadline = System.nanoTime() + 60L * 1000000000L
+          while (IndexBuilds.yieldedOnDriver.get == yielded && System.nanoTime() < deadline)
+            Thread.sleep(10)
+          assert(IndexBuilds.yieldedOnDriver.get === yielded + 1, "the build did not yield")
+          assert(sorted(df) === sorted(v1(path).where("p = 1")))
+          // idle again: the build runs to its end and the next read finds its index
+          val s = scan.snapshot
+          while (
+            IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version) &&
+            System.nanoTime() < deadline
+          ) Thread.sleep(20)
+          val again = ours(path).where("id = 301")
+          assert(deltaReplayScans(again).head.metrics.replayMode === s"cached (v${s.version})")
+          assert(sorted(again) === sorted(v1(path).where("id = 301")))
+        }
+      finally {
+        IndexBuilds.holdInsideForTests = None
+        inside._2.countDown()
+      }
+    }
+  }
 }

@@ -274,7 +274,13 @@ private[deltareplay] object DriverIndex {
     val toEntry = entry.projector()
     val chunks = files
       .grouped(ChunkRows)
-      .map(g => chunk(entry, paths, g.map(toEntry).toIndexedSeq, g))
+      .map { g =>
+        val rows = g.map { f =>
+          IndexBuilds.yieldPoint() // a background build's work on the driver
+          toEntry(f)
+        }
+        chunk(entry, paths, rows.toIndexedSeq, g)
+      }
       .toVector
     apply(entry, paths, tableId, version, withStats, chunks)
   }

@@ -29,9 +29,10 @@ import org.apache.spark.sql.execution.ui.{
  *   - when a read of any table through this connector begins (its snapshot loads, before the query
  *     is analysed and planned) or any other query starts, the build's jobs are cancelled at once
  *     (their cores go to the query), a job the build starts while a foreground query runs is
- *     cancelled as it starts, and the build starts again once the application is idle; until its
- *     index is cached, reads of the version are answered from what the first read kept (the
- *     narrowed index of its filters) or from their own narrowed read;
+ *     cancelled as it starts, its work on the driver (a log replayed there) stops at its next
+ *     [[yieldPoint]], and the build starts again once the application is idle; until its index is
+ *     cached, reads of the version are answered from what the first read kept (the narrowed index
+ *     of its filters) or from their own narrowed read;
  *   - its index lives where any index of the table would ([[ReadPolicy.home]]: on the driver only
  *     below `planning.executorsMinFiles`), and the cache keeps it within its budget; a build of a
  *     driver index stops once it holds more than the whole budget on the driver (a Spark job's
@@ -70,6 +71,41 @@ private[deltareplay] object IndexBuilds extends Logging {
 
   /** Tests: when set, a build waits on it before it starts (held while a query runs). */
   @volatile private[deltareplay] var holdForTests: Option[CountDownLatch] = None
+
+  /**
+   * Tests: when set, a build's first [[yieldPoint]] of each attempt counts down the first latch,
+   * then waits on the second (a build held inside its work on the driver).
+   */
+  @volatile private[deltareplay] var holdInsideForTests: Option[(CountDownLatch, CountDownLatch)] =
+    None
+
+  /** Attempts of builds that yielded to a foreground read at a [[yieldPoint]] (tests). */
+  private[deltareplay] val yieldedOnDriver = new java.util.concurrent.atomic.AtomicLong()
+
+  /** On a build's thread: the [[Foreground.generation]] its current attempt started in. */
+  private val attemptOf = new ThreadLocal[java.lang.Long]
+
+  /**
+   * Where a build's work on the driver (reconciling commits, turning files into entries: no Spark
+   * job that a foreground query could cancel) stops when a foreground read or query began after its
+   * attempt started; the build starts again once the application is idle, as after a cancelled job.
+   * Does nothing on any other thread. Cheap enough to call per file action.
+   */
+  def yieldPoint(): Unit = {
+    val started = attemptOf.get
+    if (started != null) {
+      holdInsideForTests.foreach { case (arrived, release) =>
+        if (arrived.getCount > 0) {
+          arrived.countDown()
+          release.await(10, TimeUnit.MINUTES)
+        }
+      }
+      if (started.longValue != Foreground.generation) {
+        yieldedOnDriver.incrementAndGet()
+        throw new RuntimeException(Foreground.Yields)
+      }
+    }
+  }
 
   /**
    * Starts building `policy`'s index unless a build of the same version is running (see the class
@@ -117,6 +153,7 @@ private[deltareplay] object IndexBuilds extends Logging {
                   )
                 }
                 try {
+                  attemptOf.set(Foreground.generation)
                   // a build on the driver stops once it passes the budget: the cache would not
                   // keep it, and the driver holds no more than the budget for it
                   val built = policy.index(needStats, maxDriverBytes = budget)
@@ -148,6 +185,7 @@ private[deltareplay] object IndexBuilds extends Logging {
                 e
               )
           } finally {
+            attemptOf.remove()
             running.remove(key)
             if (needStats)
               builds.withStats.computeIfPresent(table, (_, n) => if (n > 1) n - 1 else null)
@@ -193,7 +231,10 @@ private[deltareplay] object IndexBuilds extends Logging {
     // a read that began (its snapshot loaded) holds the builds off until then
     @volatile private var heldUntil = System.nanoTime()
 
-    private val Yields = "a query started: the index build yields"
+    /** Foreground reads that began and queries that started so far ([[yieldPoint]]). */
+    @volatile var generation = 0L
+
+    val Yields = "a query started: the index build yields"
 
     def install(sc: SparkContext): Unit =
       if (installed.add(sc)) {
@@ -202,6 +243,7 @@ private[deltareplay] object IndexBuilds extends Logging {
             case e: SparkListenerSQLExecutionStart if !e.jobTags.contains(BackgroundTag) =>
               active.add(e.executionId)
               lastChange = System.nanoTime()
+              synchronized(generation += 1)
               sc.cancelJobsWithTag(BackgroundTag, Yields)
             case e: SparkListenerSQLExecutionEnd =>
               if (active.remove(e.executionId)) lastChange = System.nanoTime()
@@ -223,6 +265,7 @@ private[deltareplay] object IndexBuilds extends Logging {
     def begin(sc: SparkContext): Unit = {
       heldUntil = System.nanoTime() + HoldNanos
       lastChange = System.nanoTime()
+      synchronized(generation += 1)
       sc.cancelJobsWithTag(BackgroundTag, Yields)
     }
 

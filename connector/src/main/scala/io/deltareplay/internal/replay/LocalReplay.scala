@@ -2,6 +2,7 @@ package io.deltareplay.internal.replay
 
 import scala.collection.mutable
 
+import io.deltareplay.internal.index.IndexBuilds
 import io.deltareplay.internal.log.{
   FileAction,
   LiveFile,
@@ -43,6 +44,7 @@ private[deltareplay] object LocalReplay {
       val buffer = mutable.ArrayBuffer.empty[FileAction.Action]
       var current = Long.MinValue
       actions.foreach { a =>
+        IndexBuilds.yieldPoint()
         if (a.version != current && buffer.nonEmpty) {
           applyCommit(buffer.toSeq)
           buffer.clear()
@@ -99,6 +101,7 @@ private[deltareplay] object LocalReplay {
     var checkpointRows = 0L
     // Checkpoint rows are unique per key: one survives unless a later commit touched its key.
     reader.checkpointActions(needStats).foreach { a =>
+      IndexBuilds.yieldPoint()
       checkpointRows += 1
       if (a.isAdd && (tail.winners.isEmpty || !tail.winners.containsKey(tail.key(a)))) {
         live += a.toLiveFile(interner(a.partitionValues))
