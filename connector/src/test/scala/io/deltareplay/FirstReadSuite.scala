@@ -304,6 +304,9 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
       assert(!logFiles.exists(_.contains("checkpoint")), logFiles)
       val live = v1LiveFiles(path, latestVersion(path)).size
       val queries = Seq("id > 380 AND p = 1", "id < 30 OR id = 142", "s = 's7'")
+      def v1Answers() = queries.map(q => q -> sorted(v1(path).where(q))).toMap
+      val before = v1Answers()
+      var after = before
       // a log of commits only over replay.distributedThresholdBytes (0 here): replayed on the
       // driver (within replay.tailFastPathMaxBytes), narrowed there
       withConf(
@@ -312,7 +315,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
       ) {
         queries.foreach { q =>
           val df = ours(path).where(q)
-          assert(sorted(df) === sorted(v1(path).where(q)), q)
+          assert(sorted(df) === before(q), q)
           val m = deltaReplayScans(df).head.metrics
           assert(m.replayMode.startsWith("local (filtered by the query: entries for"), s"$q: $m")
           assert(m.replayTasks === 0 && m.index.startsWith("narrowed"), s"$q: $m")
@@ -321,15 +324,16 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         assert(IndexCache.usage(spark)._1 === 0) // no index of the whole version kept
         queries.foreach { q =>
           val df = ours(path).where(q)
-          assert(sorted(df) === sorted(v1(path).where(q)), s"again: $q")
+          assert(sorted(df) === before(q), s"again: $q")
           val m = deltaReplayScans(df).head.metrics
           assert(m.replayMode.startsWith("reused: v"), s"again: $q: $m")
         }
         // after a commit: the narrowed files rolled forward by it
         spark.sql(s"DELETE FROM delta.`$path` WHERE id IN (142, 381, 421)").collect()
+        after = v1Answers()
         queries.foreach { q =>
           val df = ours(path).where(q)
-          assert(sorted(df) === sorted(v1(path).where(q)), s"after a commit: $q")
+          assert(sorted(df) === after(q), s"after a commit: $q")
           val m = deltaReplayScans(df).head.metrics
           assert(m.replayMode.startsWith("incremental (narrowed index of v"), s"$q: $m")
         }
@@ -341,7 +345,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
       IndexCache.clear(spark)
       withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
         val df = ours(path).where(queries.head)
-        assert(sorted(df) === sorted(v1(path).where(queries.head)))
+        assert(sorted(df) === after(queries.head))
         val scan = deltaReplayScans(df).head
         assert(scan.metrics.replayMode.startsWith("local (filtered by the query"), scan.metrics)
         val s = scan.snapshot
@@ -356,6 +360,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
       }
       // a small log (under the threshold), or over replay.tailFastPathMaxBytes (replayed as a
       // job on the window path): the whole index, as before
+      val liveAfter = v1LiveFiles(path, latestVersion(path)).size
       Seq(
         Seq.empty[(String, String)] -> "a small log, replayed on the driver",
         Seq(
@@ -366,10 +371,10 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         IndexCache.clear(spark)
         withConf(confs :+ ("spark.deltareplay.index.buildInBackground" -> "false"): _*) {
           val df = ours(path).where(queries.head)
-          assert(sorted(df) === sorted(v1(path).where(queries.head)))
+          assert(sorted(df) === after(queries.head))
           val m = deltaReplayScans(df).head.metrics
           assert(m.narrowedReason === why, m)
-          assert(m.liveFiles === v1LiveFiles(path, latestVersion(path)).size, m)
+          assert(m.liveFiles === liveAfter, m)
         }
       }
     }
