@@ -341,41 +341,15 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         assert(sorted(ours(path)) === sorted(v1(path)))
         assert(deltaReplayScans(ours(path)).head.metrics.replayMode.startsWith("cached"))
       }
-      // the background build follows a narrowed read, and the next reads find its index
+      // a small log (under the threshold): the whole index, as before (the background build
+      // of a narrowed read: BackgroundBuildSuite)
       IndexCache.clear(spark)
-      withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
+      withConf("spark.deltareplay.index.buildInBackground" -> "false") {
         val df = ours(path).where(queries.head)
         assert(sorted(df) === after(queries.head))
-        val scan = deltaReplayScans(df).head
-        assert(scan.metrics.replayMode.startsWith("local (filtered by the query"), scan.metrics)
-        val s = scan.snapshot
-        val deadline = System.nanoTime() + 120L * 1000000000L
-        while (
-          IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version) &&
-          System.nanoTime() < deadline
-        ) Thread.sleep(50)
-        val other = ours(path).where("id = 143")
-        assert(deltaReplayScans(other).head.metrics.replayMode === s"cached (v${s.version})")
-        assert(sorted(other) === sorted(v1(path).where("id = 143")))
-      }
-      // a small log (under the threshold), or over replay.tailFastPathMaxBytes (replayed as a
-      // job on the window path): the whole index, as before
-      val liveAfter = v1LiveFiles(path, latestVersion(path)).size
-      Seq(
-        Seq.empty[(String, String)] -> "a small log, replayed on the driver",
-        Seq(
-          "spark.deltareplay.replay.distributedThresholdBytes" -> "0",
-          "spark.deltareplay.replay.tailFastPathMaxBytes" -> "0"
-        ) -> "no checkpoint, or commits after it over replay.tailFastPathMaxBytes"
-      ).foreach { case (confs, why) =>
-        IndexCache.clear(spark)
-        withConf(confs :+ ("spark.deltareplay.index.buildInBackground" -> "false"): _*) {
-          val df = ours(path).where(queries.head)
-          assert(sorted(df) === after(queries.head))
-          val m = deltaReplayScans(df).head.metrics
-          assert(m.narrowedReason === why, m)
-          assert(m.liveFiles === liveAfter, m)
-        }
+        val m = deltaReplayScans(df).head.metrics
+        assert(m.narrowedReason === "a small log, replayed on the driver", m)
+        assert(m.liveFiles === v1LiveFiles(path, latestVersion(path)).size, m)
       }
     }
   }
