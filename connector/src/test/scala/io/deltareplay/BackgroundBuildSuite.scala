@@ -16,8 +16,8 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
 
-  /** A partitioned table with a checkpoint and a commit after it. */
-  private def writeTable(path: String, rows: Int): Unit = {
+  /** A partitioned table with a commit after its first version (and a checkpoint before it). */
+  private def writeTable(path: String, rows: Int, checkpoint: Boolean = true): Unit = {
     spark
       .range(0, rows)
       .selectExpr("id", "id % 3 AS p")
@@ -26,7 +26,7 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
       .format("delta")
       .partitionBy("p")
       .save(path)
-    DeltaLog.forTable(spark, path).checkpoint()
+    if (checkpoint) DeltaLog.forTable(spark, path).checkpoint()
     spark
       .range(rows, rows + 20)
       .selectExpr("id", "id % 3 AS p")
@@ -217,21 +217,7 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
   ) {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
-      spark
-        .range(0, 300)
-        .selectExpr("id", "id % 3 AS p")
-        .repartitionByRange(12, col("id"))
-        .write
-        .format("delta")
-        .partitionBy("p")
-        .save(path)
-      spark
-        .range(300, 320)
-        .selectExpr("id", "id % 3 AS p")
-        .write
-        .format("delta")
-        .mode("append")
-        .save(path)
+      writeTable(path, 300, checkpoint = false)
       val inside = (new CountDownLatch(1), new CountDownLatch(1))
       IndexBuilds.holdInsideForTests = Some(inside)
       val yielded = IndexBuilds.yieldedOnDriver.get
@@ -252,13 +238,10 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
           assert(IndexBuilds.yieldedOnDriver.get === yielded + 1, "the build did not yield")
           assert(sorted(df) === sorted(v1(path).where("p = 1")))
           // idle again: the build runs to its end and the next read finds its index
-          val s = scan.snapshot
-          while (
-            IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version) &&
-            System.nanoTime() < deadline
-          ) Thread.sleep(20)
+          awaitIndexBuild(scan.snapshot)
           val again = ours(path).where("id = 301")
-          assert(deltaReplayScans(again).head.metrics.replayMode === s"cached (v${s.version})")
+          val v = scan.snapshot.version
+          assert(deltaReplayScans(again).head.metrics.replayMode === s"cached (v$v)")
           assert(sorted(again) === sorted(v1(path).where("id = 301")))
         }
       finally {

@@ -87,12 +87,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         assert(sorted(df) === sorted(v1(path).where("id = 142")))
         val scan = deltaReplayScans(df).head
         assert(scan.metrics.replayMode.contains("checkpoint filtered by the query"))
-        val s = scan.snapshot
-        val deadline = System.nanoTime() + 120L * 1000000000L
-        while (
-          IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version) &&
-          System.nanoTime() < deadline
-        ) Thread.sleep(50)
+        awaitIndexBuild(scan.snapshot)
         val again = ours(path).where("id = 143")
         assert(deltaReplayScans(again).head.metrics.replayMode === "cached (v4)")
         assert(sorted(again) === sorted(v1(path).where("id = 143")))

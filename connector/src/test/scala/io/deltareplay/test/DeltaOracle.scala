@@ -1,7 +1,7 @@
 package io.deltareplay.test
 
-import io.deltareplay.internal.index.IndexCache
-import io.deltareplay.internal.log.DvDescriptor
+import io.deltareplay.internal.index.{IndexBuilds, IndexCache}
+import io.deltareplay.internal.log.{DvDescriptor, TableSnapshot}
 import io.deltareplay.internal.scan.{DeltaReplayScan, ScanMetrics}
 import io.deltareplay.internal.planning.MetadataAggregates.StatsAggregateScan
 import org.apache.spark.sql.DataFrame
@@ -242,6 +242,15 @@ trait DeltaOracle extends SharedSparkSession { self: Suite =>
   }
 
   def latestVersion(path: String): Long = DeltaLog.forTable(spark, path).update().version
+
+  /** Waits, at most two minutes, until no background index build of `s`'s version runs. */
+  def awaitIndexBuild(s: TableSnapshot): Unit = {
+    val deadline = System.nanoTime() + 120L * 1000000000L
+    while (
+      IndexBuilds.isRunning(spark, s.segment.paths.root, s.meta.tableId, s.version) &&
+      System.nanoTime() < deadline
+    ) Thread.sleep(20)
+  }
 }
 
 object DeltaOracle {

@@ -244,11 +244,11 @@ private[deltareplay] final case class ReadPolicy(
   /**
    * A log of commits only that `auto` replays on the driver although it is over
    * `replay.distributedThresholdBytes` ([[Replay.commitsOnDriver]]): a first filtered read of it
-   * narrows on the driver ([[Replay.narrowedOnDriver]]) as a checkpoint's read narrows in its job.
+   * narrows on the driver ([[Replay.narrowedOnDriver]]) as a checkpoint's read narrows in its job
+   * ([[narrowedIndex]] has checked the mode).
    */
   private def commitsNarrowOnDriver: Boolean =
-    conf.replayMode == ReplayMode.Auto && Replay.commitsOnDriver(segment, conf) &&
-      logBytes > conf.distributedThresholdBytes
+    Replay.commitsOnDriver(segment, conf) && logBytes > conf.distributedThresholdBytes
 
   /**
    * The narrowed index an earlier read of this table with the same filters kept, rolled forward by

@@ -107,7 +107,8 @@ private[deltareplay] object Replay {
       filter: FileFilter,
       needStats: Boolean
   ): ReplayResult = {
-    val commits = LocalReplay.tailOf(new LogReader(spark, segment, conf), segment, needStats)
+    val commits =
+      LocalReplay.reconcile(new LogReader(spark, segment, conf), segment.paths, needStats)
     val live = commits.liveFiles()
     val byQuery = new TailFilter(entry, filter)
     val kept = if (byQuery.narrows) live.filter(byQuery.keeps) else live
