@@ -31,7 +31,7 @@ class DeltaReplaySource extends TableProvider with DataSourceRegister {
   override def shortName(): String = "delta-replay"
 
   override def inferSchema(options: CaseInsensitiveStringMap): StructType =
-    table(options.asCaseSensitiveMap().asScala.toMap).schema()
+    table(options.asCaseSensitiveMap().asScala.toMap).schema
 
   override def getTable(
       schema: StructType,

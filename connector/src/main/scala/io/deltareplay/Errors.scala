@@ -232,15 +232,25 @@ private[deltareplay] object Errors {
         "cleanup ran past the stream). Restart from a new checkpoint with startingVersion."
     )
 
+  /** A write into a read of this connector (`table`, or unnamed when Spark does not say). */
+  def readOnly(table: String): DeltaReplayException =
+    unsupported(
+      s"$table is read by delta-replay, which does not write: write into the table with " +
+        "delta-spark (format(\"delta\"), SQL on the table, DeltaTable), or into a view over a " +
+        "format(\"delta\") read of it."
+    )
+
+  /** `changes`: how the columns the DataFrame reads differ at `version`, one phrase each. */
   def schemaChangedSinceAnalysis(
       table: String,
       version: Long,
-      columns: Seq[String]
+      changes: Seq[String]
   ): DeltaReplayException =
     new E.SchemaChanged(
       msg(
-        s"The schema of $table changed since the DataFrame was created: version $version no longer " +
-          s"has ${columns.mkString(", ")} as read. Create the DataFrame again to read the new schema."
+        s"The schema of $table changed since the DataFrame was created, in a way it cannot read: " +
+          s"at version $version ${changes.mkString("; ")}. Create the DataFrame again to read " +
+          "the new schema."
       )
     )
 

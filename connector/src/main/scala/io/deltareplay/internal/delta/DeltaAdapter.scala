@@ -276,14 +276,40 @@ private[deltareplay] object DeltaAdapter {
       canExceedLatest = false
     )
 
-  /** A delta-spark batch read of a whole table, as the analyzer leaves it. */
+  /**
+   * Whether a DataFrame analysed when the table was `analyzed` may read version `newest`, by
+   * delta-spark's rule for its own reads (`TahoeFileIndex.getSnapshot`): the newest schema reads
+   * the old one's data (columns and struct fields may be added; none dropped, renamed or retyped)
+   * and column mapping moved no column to another physical name. Always true when delta-spark's
+   * check is off (`spark.databricks.delta.checkLatestSchemaOnRead=false`).
+   */
+  def readCompatible(spark: SparkSession, analyzed: TableMeta, newest: TableMeta): Boolean =
+    analyzed.metadataJson == newest.metadataJson || {
+      val (_, was) = actions(analyzed)
+      val (_, now) = actions(newest)
+      readCompatible(spark, was, now)
+    }
+
+  private def readCompatible(spark: SparkSession, was: Metadata, now: Metadata): Boolean =
+    !spark.sessionState.conf.getConf(DeltaSQLConf.DELTA_SCHEMA_ON_READ_CHECK_ENABLED) ||
+      (SchemaUtils.isReadCompatible(was.schema, now.schema) &&
+        DeltaColumnMapping.hasNoColumnMappingSchemaChanges(now, was))
+
+  /**
+   * A delta-spark batch read of a whole table, as the analyzer leaves it.
+   *
+   * @param readableAt
+   *   whether the read may go on at a newer version of the table ([[readCompatible]] against the
+   *   metadata delta-spark analysed the read with)
+   */
   final case class DeltaRead(
       tablePath: Path,
       version: Long,
       isTimeTravel: Boolean,
       catalogTable: Option[CatalogTable],
       options: Map[String, String],
-      schema: StructType
+      schema: StructType,
+      readableAt: (SparkSession, TableMeta) => Boolean
   )
 
   /**
@@ -303,7 +329,9 @@ private[deltareplay] object DeltaAdapter {
                 isTimeTravel = index.isTimeTravelQuery,
                 catalogTable = catalogTable.orElse(index.catalogTableOpt),
                 options = fs.options,
-                schema = fs.schema
+                schema = fs.schema,
+                readableAt = (spark, newest) =>
+                  readCompatible(spark, index.snapshotAtAnalysis.metadata, actions(newest)._2)
               )
             )
           catch { case NonFatal(_) => None }

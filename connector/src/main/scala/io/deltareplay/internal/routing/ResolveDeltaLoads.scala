@@ -7,6 +7,7 @@ import scala.util.control.NonFatal
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.DeltaReplaySource
+import io.deltareplay.internal.scan.DeltaReplayTable
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnresolvedDataSource}
@@ -89,8 +90,16 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
     val table = DeltaReplaySource.read(spark, options)
     if (table.snapshot.meta.writerFeatures.contains("rowTracking")) None
     else {
+      // the relation's options without the path, as a routed SQL read's: the same read of a table
+      // is the same plan (a cached one is found by delta-spark's commands)
+      val settings = DeltaReplayTable.settings(options)
       Some(
-        DataSourceV2Relation.create(table, None, None, new CaseInsensitiveStringMap(options.asJava))
+        DataSourceV2Relation.create(
+          table,
+          None,
+          None,
+          new CaseInsensitiveStringMap(settings.asJava)
+        )
       )
     }
   }

@@ -6,6 +6,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.{
   AnalysisHelper,
   DeleteFromTable,
+  InsertIntoStatement,
   LogicalPlan,
   MergeIntoTable,
   SubqueryAlias,
@@ -17,12 +18,13 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
 /**
- * Hands the target of a MERGE, UPDATE or DELETE back to delta-spark when it is a temp view over a
- * read this connector resolved (`spark.read.format("delta").load(path).createOrReplaceTempView`):
- * delta-spark writes into temp views over its own reads. Runs with the hint rules, before the view
- * is resolved: the target becomes the view with delta-spark's relation of the same table in place
- * of this connector's (same output attributes), which delta-spark's analysis then turns into its
- * write command; a MERGE's source stays with this connector.
+ * Hands the target of a MERGE, UPDATE, DELETE or INSERT back to delta-spark when it is a temp view
+ * over a read this connector resolved
+ * (`spark.read.format("delta").load(path).createOrReplaceTempView`): delta-spark writes into temp
+ * views over its own reads. Runs with the hint rules, before the view is resolved: the target
+ * becomes the view with delta-spark's relation of the same table in place of this connector's (same
+ * output attributes), which delta-spark's analysis then turns into its write command; a MERGE's
+ * source stays with this connector.
  */
 private[deltareplay] case class ReturnWriteTargets(spark: SparkSession) extends Rule[LogicalPlan] {
 
@@ -31,6 +33,7 @@ private[deltareplay] case class ReturnWriteTargets(spark: SparkSession) extends 
       returned(m.targetTable).fold[LogicalPlan](m)(t => m.copy(targetTable = t))
     case u: UpdateTable => returned(u.table).fold[LogicalPlan](u)(t => u.copy(table = t))
     case d: DeleteFromTable => returned(d.table).fold[LogicalPlan](d)(t => d.copy(table = t))
+    case i: InsertIntoStatement => returned(i.table).fold[LogicalPlan](i)(t => i.copy(table = t))
   }
 
   /**

@@ -4,9 +4,8 @@ import java.util.Locale
 
 import scala.jdk.CollectionConverters._
 
-import scala.util.control.NonFatal
+import scala.util.{Failure, Success, Try}
 
-import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.TableSnapshot
 import io.deltareplay.internal.planning.ReadConf
@@ -15,10 +14,11 @@ import io.deltareplay.internal.scan.DeltaReplayTable
 import io.deltareplay.DeltaReplayOptions
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.Attribute
-import org.apache.spark.sql.catalyst.plans.logical.{Command, LogicalPlan}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SubqueryExpression}
+import org.apache.spark.sql.catalyst.plans.logical.{Command, LeafNode, LogicalPlan}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
 import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
@@ -30,6 +30,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
  * reads marked `deltareplay.route=false`, and everything when `spark.deltareplay.enabled=false`.
  */
 private[deltareplay] object RouteDeltaReads extends Logging {
+
+  /** A read of this connector being resolved anew: [[RouteDeltaReads.resolveNewest]]'s marker. */
+  private[routing] final case class Resolving(relation: DataSourceV2Relation) extends LeafNode {
+    override def output: Seq[Attribute] = relation.output
+  }
 
   /** The user's read options, tagged on delta-spark's DSv2 relation before it is converted. */
   val ReadOptionsTag: TreeNodeTag[Map[String, String]] = TreeNodeTag("deltareplay.readOptions")
@@ -79,6 +84,15 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
     extends Rule[LogicalPlan]
     with Logging {
 
+  /**
+   * Normalizes `plan`: delta-spark's relations of routable reads become this connector's, and every
+   * read of this connector that does not travel in time is resolved to the table's newest version.
+   * Spark normalizes a plan for each query and also to find cached plans: delta-spark's MERGE,
+   * UPDATE, DELETE and inserts normalize their target after they commit, to re-cache the plans that
+   * read it. So this never fails: a read that cannot be routed stays delta-spark's, and a read of
+   * this connector that cannot go on (its table unreadable, its schema changed in a way it cannot
+   * read) fails when a query asks it for a scan.
+   */
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (plan.exists(_.isInstanceOf[Command])) return plan
     val newest = new Newest
@@ -88,19 +102,22 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
 
   /**
    * The newest snapshot of each table, loaded once per query (all its reads see one version), by
-   * the first read of it with that read's settings.
+   * the first read of it with that read's settings; a failed load is remembered as failed.
    */
   private final class Newest {
-    private val loaded = scala.collection.mutable.Map.empty[String, TableSnapshot]
-    def apply(table: String, conf: ReadConf): TableSnapshot =
-      loaded.getOrElseUpdate(table, TableSnapshot.load(spark, table, None, None, conf))
+    private val loaded = scala.collection.mutable.Map.empty[String, Try[TableSnapshot]]
+    def apply(table: String, conf: ReadConf): Try[TableSnapshot] =
+      loaded.getOrElseUpdate(table, Try(TableSnapshot.load(spark, table, None, None, conf)))
 
     /** The same, from a snapshot loaded before (kept when it is still the newest). */
-    def from(known: TableSnapshot, conf: ReadConf): TableSnapshot =
-      loaded.getOrElseUpdate(known.table, TableSnapshot.newest(spark, known, conf))
+    def from(known: TableSnapshot, conf: ReadConf): Try[TableSnapshot] =
+      loaded.getOrElseUpdate(known.table, Try(TableSnapshot.newest(spark, known, conf)))
   }
 
-  /** Rewrites relations top-down; `options` are the user's read options tagged on an ancestor. */
+  /**
+   * Rewrites relations top-down, subqueries included; `options` are the user's read options tagged
+   * on an ancestor.
+   */
   private def route(
       plan: LogicalPlan,
       inherited: Option[Map[String, String]],
@@ -111,8 +128,12 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
       case rel: LogicalRelation => replace(rel, options.getOrElse(Map.empty), newest)
       case other =>
         val children = other.children.map(c => route(c, options, newest))
-        if (children.zip(other.children).forall { case (a, b) => a eq b }) other
-        else other.withNewChildren(children)
+        val withChildren =
+          if (children.zip(other.children).forall { case (a, b) => a eq b }) other
+          else other.withNewChildren(children)
+        withChildren.transformExpressionsWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+          case s: SubqueryExpression => s.withNewPlan(route(s.plan, None, newest))
+        }
     }
   }
 
@@ -124,65 +145,62 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
     DeltaAdapter.deltaRead(rel) match {
       case Some(read)
           if RouteDeltaReads.routable(read.options ++ userOptions) && metadataServable(rel) =>
-        try {
-          val table = read.tablePath.toString
-          val options = RouteDeltaReads.connectorOptions(read.options ++ userOptions)
+        val table = read.tablePath.toString
+        val options = RouteDeltaReads.connectorOptions(read.options ++ userOptions)
+        val routed = Try {
           // the read's settings, resolved once for this query
           val conf = ReadConf(spark, options)
           val snapshot =
             if (read.isTimeTravel) TableSnapshot.load(spark, table, Some(read.version), None, conf)
-            else newest(table, conf)
-          checkReadable(snapshot, rel.output)
-          DataSourceV2Relation(
-            new DeltaReplayTable(
-              spark,
-              snapshot,
-              options,
-              conf,
-              timeTravel = read.isTimeTravel,
-              resolved = true
-            ),
-            rel.output,
-            None,
-            None,
-            new CaseInsensitiveStringMap(options.asJava)
-          )
-        } catch {
-          case e: io.deltareplay.DeltaReplayException.UnsupportedTable =>
+            else newest(table, conf).get
+          // what delta-spark would refuse to read (a schema changed since), it refuses itself
+          if (!read.readableAt(spark, snapshot.meta)) None
+          else {
+            Some(
+              DataSourceV2Relation(
+                new DeltaReplayTable(spark, snapshot, options, conf, read.isTimeTravel),
+                rel.output,
+                None,
+                None,
+                new CaseInsensitiveStringMap(options.asJava)
+              )
+            )
+          }
+        }
+        routed match {
+          case Success(Some(r)) => r
+          case Success(None) => rel
+          case Failure(e: io.deltareplay.DeltaReplayException.UnsupportedTable) =>
             logWarning(s"Reading ${read.tablePath} with delta-spark: ${e.getMessage}")
             rel
-          case NonFatal(e) => throw e
+          case Failure(e) =>
+            // delta-spark reads it, and says what is wrong if anything is
+            logInfo(s"Reading ${read.tablePath} with delta-spark: ${e.getMessage}")
+            rel
         }
       case _ => rel
     }
 
-  /** Reads of this connector that do not travel in time, resolved to the newest version. */
-  private def resolveNewest(plan: LogicalPlan, newest: Newest): LogicalPlan =
-    plan.transformDown {
-      case r @ DataSourceV2Relation(t: DeltaReplayTable, output, _, _, _, _) if t.needsResolving =>
-        // the read's settings, resolved once for this query (session keys as they are now)
-        val conf = ReadConf(spark, t.options)
-        val snapshot = newest.from(t.snapshot, conf)
-        checkReadable(snapshot, output)
-        r.copy(table = t.resolvedTo(snapshot, conf))
-    }
-
   /**
-   * Fails when the columns a query was analysed with cannot be read from `snapshot` (a column
-   * dropped, renamed or retyped since): the DataFrame must be created again, as delta-spark says.
+   * Reads of this connector that do not travel in time, each resolved to the newest version (again
+   * when a normalized plan is normalized anew, as Spark does to re-cache it). Two passes: a
+   * resolved table equals the read it came from, and Spark keeps a node a rule returns equal.
    */
-  private def checkReadable(snapshot: TableSnapshot, output: Seq[Attribute]): Unit = {
-    val fields = snapshot.schema.fields.map(f => f.name.toLowerCase(Locale.ROOT) -> f).toMap
-    val broken = output.filterNot(isMetadataColumn).filter { a =>
-      fields.get(a.name.toLowerCase(Locale.ROOT)).forall(f => f.dataType != a.dataType)
+  private def resolveNewest(plan: LogicalPlan, newest: Newest): LogicalPlan = {
+    val marked = plan.transformDownWithSubqueries {
+      case r @ DataSourceV2Relation(t: DeltaReplayTable, _, _, _, _, _) if !t.timeTravel =>
+        RouteDeltaReads.Resolving(r)
     }
-    if (broken.nonEmpty) {
-      throw Errors.schemaChangedSinceAnalysis(
-        snapshot.table,
-        snapshot.version,
-        broken.map(a => s"${a.name} ${a.dataType.simpleString}")
-      )
-    }
+    if (marked eq plan) plan
+    else
+      marked.transformDownWithSubqueries { case RouteDeltaReads.Resolving(r) =>
+        val t = r.table.asInstanceOf[DeltaReplayTable]
+        // the read's settings, resolved once for this query (session keys as they are now)
+        val resolved = Try(ReadConf(spark, t.options)).flatMap { conf =>
+          newest.from(t.snapshot, conf).flatMap(s => Try(t.resolvedTo(s, conf)))
+        }
+        r.copy(table = resolved.recover { case e => t.failedWith(e) }.get)
+      }
   }
 
   private def isMetadataColumn(a: Attribute): Boolean = a.name == FileMetadata.Column
