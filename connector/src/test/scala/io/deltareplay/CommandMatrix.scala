@@ -51,7 +51,10 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
     bases.get(shape).foreach(base => FileUtils.copyDirectory(base, new File(path)))
   }
 
-  /** One command: what it runs on, what it does, and which table it leaves to compare. */
+  /**
+   * One command: what it runs on, what it does, and which table it leaves to compare; `merge`: run
+   * in both replay modes; `readsThrough`: it reads a table through routing in its own work.
+   */
   final case class Command(
       name: String,
       shape: Shape,
@@ -60,11 +63,7 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
       conf: Seq[(String, String)] = Nil,
       merge: Boolean = false,
       readsThrough: Boolean = false
-  ) {
-
-    /** Whether routing is in the command's own work: a MERGE, or a read of a table inside it. */
-    def routedInside: Boolean = merge || readsThrough
-  }
+  )
 
   /** What a run leaves: its answer or error, the table, its history; routed rows when on. */
   private final case class Outcome(
@@ -125,12 +124,12 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
     }
 
   /**
-   * The runs with routing on of each command: MERGE cases in every replay mode (the first on a
-   * table not read before), the others in the default mode on a table read before and on one not.
-   * Pairs of (replay mode, whether the session reads the table first).
+   * The runs with routing on of each command, as pairs (replay mode, whether the session reads the
+   * table first): on a table not read before and on one read before; MERGE cases with the log
+   * replayed on the driver and as a Spark job (the two replay modes), the others in the default.
    */
   protected def routedRuns(command: Command): Seq[(String, Boolean)] =
-    if (command.merge) ("local", false) +: replayModes.tail.map(_ -> true)
+    if (command.merge) Seq(("local", false), ("distributed", true))
     else Seq(("auto", false), ("auto", true))
 
   /** Registers one test per command. */
@@ -612,11 +611,12 @@ object CommandMatrix {
         s"CREATE TABLE delta.`$path` (id BIGINT, v STRING, st STRUCT<x: BIGINT, y: STRING>) " +
           s"USING delta $clause$props"
       )
+      // one file a commit: every command's work is a few tasks
       Seq(1 to 3, 4 to 6).foreach { ids =>
         val values = ids
           .map(i => s"($i, '${('a' + i - 1).toChar}', named_struct('x', ${i * 10}, 'y', 'y$i'))")
           .mkString(", ")
-        spark.sql(s"INSERT INTO delta.`$path` VALUES $values")
+        spark.sql(s"INSERT INTO delta.`$path` SELECT /*+ REPARTITION(1) */ * FROM VALUES $values")
       }
     }
   }
@@ -634,8 +634,12 @@ object CommandMatrix {
         spark.sql(
           s"CREATE TABLE delta.`$path` (id BIGINT, v STRING, p STRING) USING delta PARTITIONED BY (p)"
         )
-        spark.sql(s"INSERT INTO delta.`$path` VALUES (1, 'a', 'x'), (2, 'b', 'y'), (3, 'c', 'x')")
-        spark.sql(s"INSERT INTO delta.`$path` VALUES (4, 'd', 'y'), (5, 'e', 'z')")
+        spark.sql(
+          s"INSERT INTO delta.`$path` SELECT /*+ REPARTITION(1) */ * FROM VALUES (1, 'a', 'x'), (2, 'b', 'y'), (3, 'c', 'x')"
+        )
+        spark.sql(
+          s"INSERT INTO delta.`$path` SELECT /*+ REPARTITION(1) */ * FROM VALUES (4, 'd', 'y'), (5, 'e', 'z')"
+        )
       }
     }
 
