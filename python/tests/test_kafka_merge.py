@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,19 @@ from delta_replay_bench.kafka.consume import (
     ConsumerConfig,
     consume,
 )
-from delta_replay_bench.kafka.data import LOCATIONS, Dataset, DataSpec, generate, hour_text
+from delta_replay_bench.kafka.data import (
+    ADDED_COLUMN,
+    ADDED_FIELD,
+    COUNTRIES,
+    LOCATIONS,
+    START,
+    STRUCT_COLUMN,
+    Dataset,
+    DataSpec,
+    generate,
+    hour_text,
+    humidity,
+)
 from delta_replay_bench.kafka.pipeline import (
     SESSION_CONF,
     PipelineConfig,
@@ -46,8 +59,10 @@ from delta_replay_bench.kafka.pipeline import (
 )
 from delta_replay_bench.kafka.report import fingerprint, read_checked, verify
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.testing import assertDataFrameEqual
 
 from delta_replay.cli import build_parser
+from delta_replay.read import read
 
 pytestmark = pytest.mark.kafka
 
@@ -397,6 +412,94 @@ def test_consumer_killed_mid_stream_restarts_exactly_once(
     assert_same_rows(read_checked(spark, target), read_checked(spark, reference[0].paths["target"]))
 
 
+@contextmanager
+def _routing(spark: SparkSession, enabled: bool) -> Iterator[None]:
+    """The extension's routing on or off for the session, restored afterwards."""
+    key = "spark.deltareplay.enabled"
+    saved = spark.conf.get(key, None)
+    spark.conf.set(key, str(enabled).lower())
+    try:
+        yield
+    finally:
+        if saved is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, saved)
+
+
+def _history(spark: SparkSession, path: str) -> list[Any]:
+    return spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+
+
+def test_schema_change_part_way_same_with_routing_off_and_on(
+    spark: SparkSession, broker: Broker, tmp_path: Path
+) -> None:
+    """--evolve-at: from the 3rd streamed hour on the producer adds relative_humidity_2m and
+    station.country; the streaming foreachBatch MERGE adds them with schema evolution. The
+    topic is consumed twice, into two tables, with the extension's routing off and on (the
+    default): same batches, same table, same history."""
+    assert broker.bootstrap is not None
+    spec = DataSpec(hist_hours=2, new_hours=6, correction_share=0.3, evolve_at=3)
+    small = generate(spec)
+    topic = "temps-evolve"
+    create_topic(broker.bootstrap, topic, 3)
+    produce(broker.bootstrap, topic, small.messages)  # all sent first: the same batches twice
+    conf_before = spark.conf.get("spark.deltareplay.enabled", None)
+    targets: dict[bool, str] = {}
+    batches: dict[bool, list[tuple[int, int, int, int]]] = {}
+    for enabled in (False, True):
+        root = tmp_path / f"routing-{enabled}"
+        with _routing(spark, enabled):
+            targets[enabled], quarantine = make_tables(spark, root, small)
+            cfg = ConsumerConfig(
+                bootstrap=broker.bootstrap,
+                topic=topic,
+                target=targets[enabled],
+                quarantine=quarantine,
+                app_id=f"evolve-{enabled}",
+                checkpoint=str(root / "checkpoint"),
+                available_now=True,
+                max_offsets_per_batch=-(-len(small.messages) // 3),  # three batches
+                poll_seconds=0.5,
+                timeout_s=300,
+                schema_evolution=True,
+            )
+            result = consume(spark, cfg, log=lambda _m: None)
+        assert result.stopped_because.startswith("available-now"), result.stopped_because
+        assert sum(b.messages for b in result.batches) == len(small.messages)
+        batches[enabled] = [(b.batch, b.messages, b.inserted, b.updated) for b in result.batches]
+    assert spark.conf.get("spark.deltareplay.enabled", None) == conf_before
+    assert batches[True] == batches[False] and len(batches[True]) == 3
+    assert verify(spark, targets[True], small).ok  # the plain columns against the oracle
+
+    # Read with routing off (delta-spark V1) for the comparison: same schema, same rows.
+    off, on = (read(spark, targets[enabled], reader="delta") for enabled in (False, True))
+    assert on.schema == off.schema
+    rows = on.collect()
+    assertDataFrameEqual(rows, off.collect())
+    struct_fields = on.schema[STRUCT_COLUMN].dataType.fieldNames()  # type: ignore[attr-defined]
+    assert ADDED_COLUMN in on.columns and ADDED_FIELD in struct_fields
+    # The change came part-way: the first MERGE (version 1) wrote the old schema.
+    assert ADDED_COLUMN not in read(spark, targets[True], reader="delta", version=1).columns
+    # Base rows have neither addition; every row of an hour from the change on has both.
+    places = {loc.latitude: loc for loc in LOCATIONS}
+    changed = 0
+    for row in rows:
+        loc, hour = places[row.latitude], int((row.time.timestamp() - START.timestamp()) // 3600)
+        station = row[STRUCT_COLUMN]
+        assert (station.name, station.utc_offset_h) == (loc.name, loc.utc_offset_h), row
+        added = (row[ADDED_COLUMN], station[ADDED_FIELD])
+        if hour < spec.hist_hours:
+            assert added == (None, None), row
+        elif hour >= spec.hist_hours + spec.evolve_at:
+            assert added == (humidity(loc, hour), COUNTRIES[loc.name]), row
+            changed += 1
+    assert changed == (spec.new_hours - spec.evolve_at) * len(LOCATIONS)
+
+    operations = {e: [h.operation for h in _history(spark, t)] for e, t in targets.items()}
+    assert operations[True] == operations[False] == ["MERGE"] * 3 + ["WRITE"]
+
+
 def _port_open(bootstrap: str) -> bool:
     host, port = bootstrap.rsplit(":", 1)
     with socket.socket() as sock:
@@ -447,15 +550,24 @@ def test_broker_script_starts_and_stops_cleanly_twice(tmp_path: Path) -> None:
 
 
 def test_cli_and_config_errors(tmp_path: Path) -> None:
+    from delta_replay.cli_support import UsageError
+
     args = build_parser().parse_args(["demo", "kafka-merge", "--rate", "0", "--mode", "offsets"])
     assert args.rate == 0 and args.mode == "offsets" and args.hist_hours == 35_064
+    assert args.evolve_at is None  # no schema change unless asked for
+    evolving = build_parser().parse_args(
+        ["demo", "kafka-merge", "--new-hours", "5", "--evolve-at", "6"]
+    )
+    with pytest.raises(UsageError, match="--evolve-at 6 is past the last streamed hour"):
+        evolving.handler(evolving)
+    with pytest.raises(ValueError, match="evolve_at"):
+        DataSpec(new_hours=5, evolve_at=6)
     with pytest.raises(ValueError, match="checkpoint"):
         ConsumerConfig("b", "t", "x", "q", "a", mode="stream")
     with pytest.raises(ValueError, match="mode must be"):
         ConsumerConfig("b", "t", "x", "q", "a", mode="batch", checkpoint="c")
     with pytest.raises(ValueError, match="hist_hours"):
         DataSpec(hist_hours=0)
-    from delta_replay.cli_support import UsageError
 
     consume = ["demo", "kafka-consume", "--bootstrap", "127.0.0.1:1"]
     consume += ["--target", str(tmp_path), "--quarantine", str(tmp_path)]

@@ -11,11 +11,16 @@ from __future__ import annotations
 import argparse
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from delta_replay_bench.merge_optimize.data import (
+    ADDED_COLUMN,
+    ADDED_FIELD,
+    STRUCT_COLUMN,
     VEHICLES,
     GeneratorConfig,
     create_table,
@@ -30,6 +35,7 @@ from delta_replay_bench.merge_optimize.workload import (
 )
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
 
 from delta_replay.read import connector_available, read
 
@@ -116,6 +122,73 @@ def test_coordinated_mode_never_overlaps(spark: SparkSession, tmp_path: Path) ->
     assert s["overlaps"] == 0
     assert s["conflicts"] == {"merge": 0, "optimize": 0}
     assert s["retries"] == {"merge": 0, "optimize": 0}
+
+
+@contextmanager
+def _routing(spark: SparkSession, enabled: bool) -> Iterator[None]:
+    """The extension's routing on or off for the session, restored afterwards."""
+    key = "spark.deltareplay.enabled"
+    saved = spark.conf.get(key, None)
+    spark.conf.set(key, str(enabled).lower())
+    try:
+        yield
+    finally:
+        if saved is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, saved)
+
+
+def test_schema_change_part_way_same_with_routing_off_and_on(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """--evolve-at: from batch 1 on the source adds a column and a struct field, MERGE WITH
+    SCHEMA EVOLUTION adds them, OPTIMIZE and a MERGE follow; with the extension routing reads
+    (the default) the table and its history are those of the same run with routing off."""
+    args = _args(
+        *("--mode", "coordinated", "--rows-per-batch", "16", "--batches", "3"),
+        *("--optimize-every-batches", "2", "--min-optimizes", "1", "--min-batches", "0"),
+        *("--evolve-at", "1", "--stats-every", "600"),
+    )
+    conf_before = spark.conf.get("spark.deltareplay.enabled", None)
+    runs: dict[bool, dict[str, Any]] = {}
+    for enabled in (False, True):
+        with _routing(spark, enabled):
+            runs[enabled] = run_mode(spark, args, "coordinated", tmp_path / f"routing-{enabled}")
+    assert spark.conf.get("spark.deltareplay.enabled", None) == conf_before
+    tables = {enabled: s["table"]["location"] for enabled, s in runs.items()}
+    for s in runs.values():
+        assert s["stopped_by"] == "batches" and s["batches"] == 3 and s["optimize_runs"] == 1
+        assert s["check"]["ok"], s["check"]  # every column, the added ones too, both readers
+
+    # Read with routing off (delta-spark V1) for the comparison: same schema, same rows.
+    off, on = (read(spark, tables[enabled], reader="delta") for enabled in (False, True))
+    assert on.schema == off.schema
+    rows = on.collect()
+    assertDataFrameEqual(rows, off.collect())
+    struct_fields = on.schema[STRUCT_COLUMN].dataType.fieldNames()  # type: ignore[attr-defined]
+    assert ADDED_COLUMN in on.columns and ADDED_FIELD in struct_fields
+    # The change came part-way: the first MERGE (version 1) wrote the old schema.
+    assert ADDED_COLUMN not in read(spark, tables[True], reader="delta", version=1).columns
+    # Filled in exactly on the rows whose latest event came from batch 1 or later.
+    recorded = read(spark, str(tmp_path / "routing-True" / "generated_coordinated"), reader="delta")
+    latest: dict[str, tuple[int, int]] = {}
+    for event in recorded.select("event_id", "value", "batch_id").collect():
+        latest[event.event_id] = max(
+            latest.get(event.event_id, (-1, -1)), (event.value, event.batch_id)
+        )
+    evolved = {key for key, (_, batch) in latest.items() if batch >= 1}
+    assert 0 < len(evolved) < len(rows) == len(latest)
+    for row in rows:
+        added = (row[ADDED_COLUMN], row[STRUCT_COLUMN][ADDED_FIELD])
+        if row.event_id in evolved:
+            assert None not in added, row
+        else:
+            assert added == (None, None), row
+
+    operations = {e: [h["operation"] for h in _history(spark, t)] for e, t in tables.items()}
+    assert operations[True] == operations[False]
+    assert operations[True][::-1] == ["CREATE TABLE", "MERGE", "MERGE", "OPTIMIZE", "MERGE"]
 
 
 def test_batch_merge_is_idempotent_and_leaves_no_txn_settings(

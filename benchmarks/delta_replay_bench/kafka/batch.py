@@ -10,6 +10,13 @@ Exactly-once rests on Delta's idempotent writes: every write of batch N carries
 the transaction (appId, version=N). If a crash happens after Delta committed
 batch N but before the stream's checkpoint recorded it, the rerun of batch N
 finds version N already committed for that appId and Delta skips the write.
+
+Schema evolution (``schema_evolution=True``, ``demo kafka-merge --evolve-at``): the
+messages may carry the optional fields of ``OPTIONAL_SCHEMA`` (a struct ``station``
+and a top-level ``relative_humidity_2m``). The MERGE source of a batch carries each
+optional column, and each field of the struct, from the first batch whose good
+messages have it, and the MERGE runs with schema evolution, which adds it to the
+table: the table's schema follows what the producer sends.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 TARGET_SCHEMA = (
     "latitude DECIMAL(9,6), longitude DECIMAL(9,6), time TIMESTAMP, temperature_2m DOUBLE"
@@ -33,6 +41,23 @@ QUARANTINE_SCHEMA = (
 KEY_COLUMNS = ("latitude", "longitude", "time")
 FIELDS = ("latitude", "longitude", "time", "temperature_2m")
 METADATA_TAG = "delta-replay/kafka-merge"  # key of our object in commitInfo.userMetadata
+# The fields a producer may add (parsed only with schema evolution on); not validated: a
+# missing or mistyped one is NULL.
+OPTIONAL_SCHEMA = StructType(
+    [
+        StructField(
+            "station",
+            StructType(
+                [
+                    StructField("name", StringType()),
+                    StructField("utc_offset_h", DoubleType()),
+                    StructField("country", StringType()),
+                ]
+            ),
+        ),
+        StructField("relative_humidity_2m", DoubleType()),
+    ]
+)
 
 _TEXT_SCHEMA = ", ".join(f"{f} STRING" for f in FIELDS)
 _NUMBER_SCHEMA = "latitude DOUBLE, longitude DOUBLE, temperature_2m DOUBLE"
@@ -66,10 +91,16 @@ class BatchStats:
 
 
 def create_target(spark: SparkSession, path: str, base: DataFrame) -> None:
-    """Write the base table (deletion vectors on: MERGE updates mark rows, no file rewrite)."""
-    base.select(*[F.col(f).cast(t) for f, t in _schema_pairs(TARGET_SCHEMA)]).write.format(
-        "delta"
-    ).option("delta.enableDeletionVectors", "true").mode("errorifexists").save(path)
+    """Write the base table (deletion vectors on: MERGE updates mark rows, no file rewrite).
+
+    The target's columns are cast to their types; other columns of ``base`` (the struct
+    of a run with a schema change) are written as they are.
+    """
+    columns = [F.col(f).cast(t) for f, t in _schema_pairs(TARGET_SCHEMA)]
+    columns += [F.col(c) for c in base.columns if c not in FIELDS]
+    base.select(*columns).write.format("delta").option("delta.enableDeletionVectors", "true").mode(
+        "errorifexists"
+    ).save(path)
 
 
 def create_quarantine(spark: SparkSession, path: str) -> None:
@@ -127,8 +158,11 @@ def _reason(text: Column, number: Column) -> Column:
     )
 
 
-def classify(raw: DataFrame) -> DataFrame:
-    """Raw Kafka rows -> typed columns plus ``reason`` (NULL when the message is good)."""
+def classify(raw: DataFrame, optional: bool = False) -> DataFrame:
+    """Raw Kafka rows -> typed columns plus ``reason`` (NULL when the message is good).
+
+    ``optional`` adds the columns of ``OPTIONAL_SCHEMA`` (NULL where a message lacks them).
+    """
     text = F.from_json(F.col("value"), _TEXT_SCHEMA)
     number = F.from_json(F.col("value"), _NUMBER_SCHEMA)
     decoded = raw.select(
@@ -141,7 +175,7 @@ def classify(raw: DataFrame) -> DataFrame:
     )
     parsed = decoded.withColumn("_text", text).withColumn("_number", number)
     t, n = F.col("_text"), F.col("_number")
-    return parsed.select(
+    typed = parsed.select(
         "*",
         _reason(t, n).alias("reason"),
         F.expr("try_cast(_text.latitude AS DECIMAL(9,6))").alias("latitude"),
@@ -150,11 +184,17 @@ def classify(raw: DataFrame) -> DataFrame:
             "time"
         ),
         n["temperature_2m"].alias("temperature_2m"),
+        *([F.from_json(F.col("value"), OPTIONAL_SCHEMA).alias("_optional")] if optional else []),
     ).drop("_text", "_number")
+    if optional:
+        typed = typed.select(
+            "*", *[F.col("_optional")[f.name].alias(f.name) for f in OPTIONAL_SCHEMA.fields]
+        ).drop("_optional")
+    return typed
 
 
-def latest_per_key(good: DataFrame) -> DataFrame:
-    """Keep the last message per (latitude, longitude, time).
+def latest_per_key(good: DataFrame, extra: list[Column] | None = None) -> DataFrame:
+    """Keep the last message per (latitude, longitude, time); its fields, plus ``extra``.
 
     "Last" is the highest offset: the producer keys messages by location, so all
     messages of a key sit in one partition, where offset order is send order.
@@ -163,8 +203,39 @@ def latest_per_key(good: DataFrame) -> DataFrame:
     return (
         good.withColumn("_rank", F.row_number().over(order))
         .where("_rank = 1")
-        .select(*KEY_COLUMNS, "temperature_2m")
+        .select(*KEY_COLUMNS, "temperature_2m", *(extra or []))
     )
+
+
+def _optional_leaves() -> list[tuple[str, str | None]]:
+    """(column, struct field or None) of every optional value a message may carry."""
+    leaves: list[tuple[str, str | None]] = []
+    for f in OPTIONAL_SCHEMA.fields:
+        if isinstance(f.dataType, StructType):
+            leaves += [(f.name, sub) for sub in f.dataType.fieldNames()]
+        else:
+            leaves.append((f.name, None))
+    return leaves
+
+
+def _leaf(column: str, field: str | None) -> Column:
+    return F.col(column) if field is None else F.col(column)[field]
+
+
+def optional_columns(present: set[tuple[str, str | None]]) -> list[Column]:
+    """The optional columns a batch carries: those with a value in some good message, and of
+    a struct only its fields that have one (the rest are not sent, so not added to the table).
+    """
+    columns = []
+    for f in OPTIONAL_SCHEMA.fields:
+        if isinstance(f.dataType, StructType):
+            fields = [sub for sub in f.dataType.fieldNames() if (f.name, sub) in present]
+            if fields:
+                struct = F.struct(*[F.col(f.name)[sub].alias(sub) for sub in fields])
+                columns.append(F.when(F.col(f.name).isNotNull(), struct).alias(f.name))
+        elif (f.name, None) in present:
+            columns.append(F.col(f.name))
+    return columns
 
 
 def commit_metadata(app_id: str, topic: str, batch: int, ends: dict[int, int]) -> str:
@@ -184,6 +255,7 @@ def process_batch(
     topic: str,
     end_offsets: dict[int, int] | None = None,
     always_commit: bool = False,
+    schema_evolution: bool = False,
 ) -> BatchStats:
     """Validate, quarantine, dedupe and MERGE one batch, idempotently per (app_id, batch).
 
@@ -191,21 +263,30 @@ def process_batch(
     metadata; by default they are computed from the batch (partitions absent
     from the batch are left out). ``always_commit`` runs the MERGE even when no
     good message is left, so the commit (and its offsets) exists anyway.
+    ``schema_evolution`` merges the optional fields the batch carries (module doc).
     """
     started = time.monotonic()
     spark = raw.sparkSession
     stats = BatchStats(batch=batch)
-    rows = classify(raw).persist()
+    rows = classify(raw, optional=schema_evolution).persist()
+    leaves = _optional_leaves() if schema_evolution else []
     try:
-        # One job: counts of good and bad messages and the end offset per partition.
+        # One job: counts of good and bad messages and the end offset per partition (and
+        # which optional values the messages carry).
+        carried = [
+            F.max(_leaf(column, field).isNotNull()).alias(f"_has{i}")
+            for i, (column, field) in enumerate(leaves)
+        ]
         summary = (
             rows.groupBy("partition", F.col("reason").isNull().alias("good"))
-            .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("last"))
+            .agg(F.count(F.lit(1)).alias("n"), F.max("offset").alias("last"), *carried)
             .collect()
         )
         seen: dict[int, int] = {}
+        present: set[tuple[str, str | None]] = set()
         for row in summary:
             if row["good"]:
+                present.update(leaf for i, leaf in enumerate(leaves) if row[f"_has{i}"])
                 stats.valid += int(row["n"])
             else:
                 stats.quarantined += int(row["n"])
@@ -231,11 +312,12 @@ def process_batch(
         if stats.valid or always_commit:
             metrics = _merge(
                 spark,
-                latest_per_key(rows.where("reason IS NULL")),
+                latest_per_key(rows.where("reason IS NULL"), optional_columns(present)),
                 target,
                 app_id,
                 batch,
                 commit_metadata(app_id, topic, batch, stats.end_offsets),
+                schema_evolution,
             )
             if metrics is None:
                 stats.skipped_as_duplicate = True
@@ -256,9 +338,12 @@ def _merge(
     app_id: str,
     batch: int,
     metadata: str,
+    schema_evolution: bool = False,
 ) -> tuple[int, int] | None:
     """MERGE ``updates`` into ``target`` as transaction (app_id, batch).
 
+    With ``schema_evolution`` the columns and struct fields of ``updates`` the target lacks
+    are added to it (inserted rows carry them; an update sets ``temperature_2m`` only).
     Returns (inserted, updated), or None when Delta skipped the write because
     this (app_id, batch) was committed before (a rerun after a crash).
     """
@@ -267,11 +352,11 @@ def _merge(
         spark.conf.set(key, value)
     try:
         condition = " AND ".join(f"t.{c} = s.{c}" for c in KEY_COLUMNS)
+        merge = DeltaTable.forPath(spark, target).alias("t").merge(updates.alias("s"), condition)
+        if schema_evolution:
+            merge = merge.withSchemaEvolution()
         result = (
-            DeltaTable.forPath(spark, target)
-            .alias("t")
-            .merge(updates.alias("s"), condition)
-            .whenMatchedUpdate(set={"temperature_2m": "s.temperature_2m"})
+            merge.whenMatchedUpdate(set={"temperature_2m": "s.temperature_2m"})
             .whenNotMatchedInsertAll()
             .execute()
             .collect()
@@ -310,6 +395,7 @@ __all__ = [
     "BatchStats",
     "KEY_COLUMNS",
     "METADATA_TAG",
+    "OPTIONAL_SCHEMA",
     "QUARANTINE_SCHEMA",
     "TARGET_SCHEMA",
     "classify",
@@ -318,5 +404,6 @@ __all__ = [
     "create_quarantine",
     "create_target",
     "latest_per_key",
+    "optional_columns",
     "process_batch",
 ]

@@ -53,6 +53,7 @@ class ConsumerConfig:
     poll_seconds: float = 1.0
     idle_polls: int = 10
     timeout_s: float = 3600.0
+    schema_evolution: bool = False  # merge the optional fields messages carry (batch.py)
 
     def __post_init__(self) -> None:
         if self.mode not in ("stream", "offsets"):
@@ -206,6 +207,7 @@ def consume_stream(
             quarantine=cfg.quarantine,
             app_id=cfg.app_id,
             topic=cfg.topic,
+            schema_evolution=cfg.schema_evolution,
         )
         with lock:
             result.batches.append(stats)
@@ -307,6 +309,7 @@ def consume_offsets(
                     topic=cfg.topic,
                     end_offsets=upto,
                     always_commit=True,
+                    schema_evolution=cfg.schema_evolution,
                 )
                 result.batches.append(stats)
                 log(_describe(stats))

@@ -14,6 +14,12 @@ Everything the kafka-merge workload writes or checks comes from :func:`generate`
 
 Latitude and longitude are exact decimals (DECIMAL(9,6) in the tables): the merge
 key must not depend on how a float prints. Temperatures are rounded to 0.1 °C.
+
+A schema change part-way (``evolve_at``): the base rows and every message carry a
+struct ``station`` (name, UTC offset), and from the ``evolve_at``-th streamed hour on
+the producer sends two more fields: ``relative_humidity_2m`` (a new top-level column)
+and ``station.country`` (a new field inside the struct). Without ``evolve_at`` the
+messages and tables are exactly those of the plain workload.
 """
 
 from __future__ import annotations
@@ -50,6 +56,20 @@ class Location:
         return f"{self.latitude},{self.longitude}".encode()
 
 
+# A schema change part-way (DataSpec.evolve_at): the struct every message carries, the field
+# added to it and the top-level column added.
+STRUCT_COLUMN = "station"
+ADDED_FIELD = "country"
+ADDED_COLUMN = "relative_humidity_2m"
+COUNTRIES = {
+    "Anchorage": "US",
+    "London": "GB",
+    "Rome": "IT",
+    "Bangalore": "IN",
+    "Austin": "US",
+    "Paris": "FR",
+}
+
 LOCATIONS: tuple[Location, ...] = (
     Location("Anchorage", Decimal("61.200000"), Decimal("-149.900000"), 2.5, 11.5, 3.0, 200, -9),
     Location("London", Decimal("51.500000"), Decimal("-0.100000"), 11.5, 6.5, 4.0, 200, 0),
@@ -79,6 +99,7 @@ class DataSpec:
     correction_share: float = 0.08  # chance per (location, new hour) of a correction
     correction_window_h: int = 720  # corrections target one of the last 30 days
     recorrect_share: float = 0.25  # chance that a correction is corrected again at once
+    evolve_at: int | None = None  # streamed hour from which messages carry the added fields
 
     def __post_init__(self) -> None:
         if self.hist_hours < 1 or self.new_hours < 0:
@@ -92,6 +113,10 @@ class DataSpec:
                 raise ValueError(f"{name} must lie in [0, 1], got {value}")
         if self.correction_window_h < 1:
             raise ValueError(f"correction_window_h must be >= 1, got {self.correction_window_h}")
+        if self.evolve_at is not None and not 0 <= self.evolve_at <= self.new_hours:
+            raise ValueError(
+                f"evolve_at must lie in [0, new_hours={self.new_hours}], got {self.evolve_at}"
+            )
 
 
 @dataclass
@@ -138,12 +163,37 @@ def _series(loc: Location, index: int, hours: int, seed: int) -> np.ndarray:
     return np.round(loc.mean_c + seasonal + daily + weather, 1)
 
 
-def message_value(loc: Location, hour: int, temperature: float) -> bytes:
-    """The JSON a producer sends: exact decimal coordinates, ISO hour, 0.1 °C."""
-    return (
+def message_value(
+    loc: Location, hour: int, temperature: float, *, station: bool = False, evolved: bool = False
+) -> bytes:
+    """The JSON a producer sends: exact decimal coordinates, ISO hour, 0.1 °C.
+
+    ``station`` adds the struct of a run with a schema change, ``evolved`` the fields
+    sent from the change on (a top-level humidity and the station's country).
+    """
+    text = (
         f'{{"latitude": {loc.latitude}, "longitude": {loc.longitude}, '
-        f'"time": "{hour_text(hour)}", "temperature_2m": {temperature:.1f}}}'
-    ).encode()
+        f'"time": "{hour_text(hour)}", "temperature_2m": {temperature:.1f}'
+    )
+    if station or evolved:
+        country = f', "{ADDED_FIELD}": "{COUNTRIES[loc.name]}"' if evolved else ""
+        text += (
+            f', "{STRUCT_COLUMN}": {{"name": "{loc.name}", '
+            f'"utc_offset_h": {loc.utc_offset_h:.1f}{country}}}'
+        )
+    if evolved:
+        text += f', "{ADDED_COLUMN}": {humidity(loc, hour):.0f}'
+    return (text + "}").encode()
+
+
+def humidity(loc: Location, hour: int) -> float:
+    """Relative humidity (%) of a location and hour: highest before dawn, lowest mid-afternoon."""
+    local_hour = (hour + loc.utc_offset_h) % 24.0
+    return float(round(62 + 25 * math.cos(2 * math.pi * (local_hour - 5.0) / 24.0)))
+
+
+def _stations() -> pa.DataType:
+    return pa.struct([("name", pa.string()), ("utc_offset_h", pa.float64())])
 
 
 def _table(values: dict[tuple[int, int], float]) -> pa.Table:
@@ -169,16 +219,26 @@ def generate(spec: DataSpec | None = None) -> Dataset:
         for h in range(spec.hist_hours):
             current[(i, h)] = float(series[i][h])
     base = _table(current)
+    station = spec.evolve_at is not None
+    evolve_hour = spec.hist_hours + spec.evolve_at if spec.evolve_at is not None else None
+    if station:  # the struct column the evolving run's table has from the start
+        names = {loc.latitude: loc for loc in LOCATIONS}
+        rows = [names[lat] for lat in base.column("latitude").to_pylist()]
+        structs = [{"name": loc.name, "utc_offset_h": loc.utc_offset_h} for loc in rows]
+        base = base.append_column(STRUCT_COLUMN, pa.array(structs, _stations()))
 
     rng = np.random.default_rng([spec.seed, 1_000])
     messages: list[tuple[bytes, bytes]] = []
     corrected: set[tuple[int, int]] = set()
     readings = corrections = 0
     for h in range(spec.hist_hours, total):
+        evolved = evolve_hour is not None and h >= evolve_hour  # the producer's new version
         for i, loc in enumerate(LOCATIONS):
             value = float(series[i][h])
             current[(i, h)] = value
-            messages.append((loc.key, message_value(loc, h, value)))
+            messages.append(
+                (loc.key, message_value(loc, h, value, station=station, evolved=evolved))
+            )
             readings += 1
         for i, loc in enumerate(LOCATIONS):
             if rng.random() >= spec.correction_share:
@@ -189,7 +249,8 @@ def generate(spec: DataSpec | None = None) -> Dataset:
                 delta = float(rng.choice([-1, 1])) * round(float(rng.uniform(0.2, 3.0)), 1)
                 value = round(current[(i, target)] + delta, 1)
                 current[(i, target)] = value
-                messages.append((loc.key, message_value(loc, target, value)))
+                text = message_value(loc, target, value, station=station, evolved=evolved)
+                messages.append((loc.key, text))
                 corrections += 1
             corrected.add((i, target))
     return Dataset(
@@ -225,13 +286,18 @@ def corrected_table(data: Dataset) -> pa.Table:
 
 
 __all__ = [
+    "ADDED_COLUMN",
+    "ADDED_FIELD",
     "ARROW_SCHEMA",
+    "COUNTRIES",
     "LOCATIONS",
+    "STRUCT_COLUMN",
     "DataSpec",
     "Dataset",
     "Location",
     "corrected_table",
     "generate",
     "hour_text",
+    "humidity",
     "message_value",
 ]

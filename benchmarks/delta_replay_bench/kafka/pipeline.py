@@ -15,6 +15,11 @@ End to end on a real broker (``scripts/kafka.sh``, single-node KRaft on 127.0.0.
 
 ``delta-replay demo kafka-consume`` runs the consumer alone against an existing
 topic and table (restartable: that is how the crash tests drive it).
+
+``--evolve-at N`` changes the schema part-way: the table and every message carry a
+struct ``station``, and from the N-th streamed hour on the producer adds a column
+(``relative_humidity_2m``) and a struct field (``station.country``), which the
+consumer's MERGE adds to the table with schema evolution.
 """
 
 from __future__ import annotations
@@ -146,6 +151,7 @@ def run_pipeline(spark: SparkSession, cfg: PipelineConfig) -> dict[str, Any]:
             poll_seconds=cfg.poll_seconds,
             idle_polls=cfg.idle_polls,
             timeout_s=cfg.timeout_s,
+            schema_evolution=cfg.spec.evolve_at is not None,
         )
         result = consume(spark, consumer_cfg, producer_done=done.is_set, log=log)
         thread.join()
@@ -160,6 +166,12 @@ def run_pipeline(spark: SparkSession, cfg: PipelineConfig) -> dict[str, Any]:
     after = {"rows": check.rows, "per_location": check.counts}
     quarantined = read_checked(spark, quarantine).count()
     report = _report(cfg, data, before, after, check.to_json(), result, quarantined)
+    if cfg.spec.evolve_at is not None:
+        report["schema_change"] = _schema_change(spark, target)
+        log(
+            f"schema change: {report['schema_change']['rows_with_added_fields']:,} rows carry "
+            f"the added column and struct field; schema {report['schema_change']['schema']}"
+        )
     report["wall_seconds"] = time.monotonic() - started
     for line in format_counts("before", before["rows"], before["per_location"]):
         log(line)
@@ -183,6 +195,21 @@ def run_pipeline(spark: SparkSession, cfg: PipelineConfig) -> dict[str, Any]:
     out.write_text(json.dumps(report, indent=2, default=str))
     log(f"results: {out}")
     return report
+
+
+def _schema_change(spark: SparkSession, target: str) -> dict[str, Any]:
+    """The final schema and how many rows carry the column and struct field added part-way."""
+    from delta_replay.read import read
+    from pyspark.sql import functions as F
+
+    from .data import ADDED_COLUMN, ADDED_FIELD, STRUCT_COLUMN
+
+    table = read(spark, target, reader="delta")
+    added = F.col(ADDED_COLUMN).isNotNull() & F.col(STRUCT_COLUMN)[ADDED_FIELD].isNotNull()
+    return {
+        "schema": table.schema.simpleString(),
+        "rows_with_added_fields": table.where(added).count(),
+    }
 
 
 def _report(
@@ -222,13 +249,21 @@ def _report(
 
 
 def _spec(args: argparse.Namespace) -> DataSpec:
+    from delta_replay.cli_support import UsageError
+
     from .data import DataSpec
 
+    if args.evolve_at is not None and args.evolve_at > args.new_hours:
+        raise UsageError(
+            f"--evolve-at {args.evolve_at} is past the last streamed hour: give at most "
+            f"--new-hours ({args.new_hours})"
+        )
     return DataSpec(
         hist_hours=args.hist_hours,
         new_hours=args.new_hours,
         seed=args.seed,
         correction_share=args.correction_share,
+        evolve_at=args.evolve_at,
     )
 
 
@@ -237,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
     from delta_replay.session import local_session
     from delta_replay.versions import KAFKA_SQL_MAVEN
 
+    spec = _spec(args)
     keep = args.work is not None
     if keep:
         refuse_non_empty(args.work, "--work-dir")
@@ -244,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     cfg = PipelineConfig(
         work_dir=work,
-        spec=_spec(args),
+        spec=spec,
         bootstrap=args.bootstrap,
         topic=args.topic,
         partitions=args.partitions,
@@ -305,6 +341,7 @@ def run_consumer(args: argparse.Namespace) -> int:
         poll_seconds=args.poll_seconds,
         idle_polls=args.idle_polls,
         timeout_s=args.timeout,
+        schema_evolution=args.schema_evolution,
     )
     spark = local_session(
         "delta-replay-kafka-consume",
@@ -358,7 +395,13 @@ INSTALL = "pip install './benchmarks[workloads]' in a checkout (delta-replay-ben
 
 
 def register(registry: CommandRegistry) -> None:
-    from delta_replay.cli_support import non_negative_float, positive_float, positive_int, share
+    from delta_replay.cli_support import (
+        non_negative_float,
+        non_negative_int,
+        positive_float,
+        positive_int,
+        share,
+    )
 
     parser = registry.add(
         "demo",
@@ -401,6 +444,14 @@ def register(registry: CommandRegistry) -> None:
     )
     parser.add_argument("--seed", type=int, default=7, help="generator seed")
     parser.add_argument(
+        "--evolve-at",
+        type=non_negative_int,
+        metavar="N",
+        help="schema change part-way: the table and messages carry a struct station; from the "
+        "N-th streamed hour on, messages add relative_humidity_2m and station.country, which "
+        "the MERGE adds to the table (schema evolution)",
+    )
+    parser.add_argument(
         "--out",
         metavar="DIR",
         help="also write the JSON results (kafka_merge.json) here (default: none, printed only)",
@@ -440,6 +491,12 @@ def register(registry: CommandRegistry) -> None:
         "--poll-seconds", type=positive_float, default=1.0, help="monitor interval"
     )
     consumer.add_argument("--driver-memory", default="1g", help="Spark driver memory")
+    consumer.add_argument(
+        "--schema-evolution",
+        action="store_true",
+        help="MERGE the optional fields messages carry (station, relative_humidity_2m) and "
+        "let the MERGE add them to the table",
+    )
     _consumer_args(consumer, idle_polls=10)
 
 

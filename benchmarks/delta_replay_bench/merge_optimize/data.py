@@ -32,6 +32,13 @@ COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in SCHEMA)
 REQUIRED_FEATURES = ("deletionVectors", "rowTracking", "clustering")
 REQUIRED_PROPERTIES = {"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true"}
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z; event n happens n * 10 ms later
+# A run with a schema change (--evolve-at N): its table has a struct column from the start,
+# and from micro-batch N on the events carry one more top-level column and one more field
+# inside that struct, which the MERGE adds to the table (schema evolution).
+STRUCT_COLUMN = "telemetry"
+STRUCT_DDL = "STRUCT<speed_kmh: INT, heading_deg: INT>"
+ADDED_COLUMN = "firmware"  # STRING
+ADDED_FIELD = "odometer_km"  # INT, inside STRUCT_COLUMN
 
 # Real make/model pairs with the model years they were sold (last year None: still sold).
 VEHICLES: tuple[tuple[str, str, int, int | None], ...] = (
@@ -137,12 +144,21 @@ def _hash_pick(cfg: GeneratorConfig, salt: str, n: int) -> Column:
     return F.pmod(F.xxhash64(F.col("value"), F.lit(cfg.seed), F.lit(salt)), F.lit(n))
 
 
-def events(batch: DataFrame, cfg: GeneratorConfig, catalogue: Catalogue) -> DataFrame:
+def events(
+    batch: DataFrame,
+    cfg: GeneratorConfig,
+    catalogue: Catalogue,
+    *,
+    telemetry: bool = False,
+    evolved: bool = False,
+) -> DataFrame:
     """The events for a rate-source batch: ``value`` plus the target's columns.
 
     The catalogue joins in as two small broadcast tables (a literal array of
     hundreds of structs would make every plan that reads the batch, MERGE's
-    included, slow to analyse).
+    included, slow to analyse). ``telemetry`` adds the struct column of a run with a
+    schema change; ``evolved`` adds what the source carries after the change: a field
+    inside that struct and a top-level column.
     """
     from pyspark.sql import functions as F
 
@@ -178,6 +194,18 @@ def events(batch: DataFrame, cfg: GeneratorConfig, catalogue: Catalogue) -> Data
         jitter("lng").alias("_dlng"),
     )
     joined = picked.join(F.broadcast(vehicles), "_v").join(F.broadcast(places), "_p")
+    extra: list[Column] = []
+    if telemetry or evolved:
+        fields = [
+            _hash_pick(cfg, "speed", 161).cast("int").alias("speed_kmh"),
+            _hash_pick(cfg, "heading", 360).cast("int").alias("heading_deg"),
+        ]
+        if evolved:
+            fields.append(_hash_pick(cfg, "odometer", 300_000).cast("int").alias(ADDED_FIELD))
+        extra.append(F.struct(*fields).alias(STRUCT_COLUMN))
+    if evolved:
+        build = (_hash_pick(cfg, "firmware", 40) + F.lit(1)).cast("string")
+        extra.append(F.concat(F.lit("fw-2026."), build).alias(ADDED_COLUMN))
     return joined.select(
         "value",
         "event_id",
@@ -188,14 +216,15 @@ def events(batch: DataFrame, cfg: GeneratorConfig, catalogue: Catalogue) -> Data
         F.round(F.col("_lat") + F.col("_dlat"), 5).alias("latitude"),
         F.round(F.col("_lng") + F.col("_dlng"), 5).alias("longitude"),
         "zipcode",
+        *extra,
     )
 
 
 _UUID_GROUPS = ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
 
 
-def latest_per_key(df: DataFrame) -> DataFrame:
-    """Last write wins: per ``event_id`` the event with the highest ``value``; target columns."""
+def latest_per_key(df: DataFrame, columns: Sequence[str] = COLUMNS) -> DataFrame:
+    """Last write wins: per ``event_id`` the event with the highest ``value``; ``columns``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -203,7 +232,7 @@ def latest_per_key(df: DataFrame) -> DataFrame:
     return (
         df.withColumn("_rank", F.row_number().over(newest_first))
         .where(F.col("_rank") == 1)
-        .select(*COLUMNS)
+        .select(*columns)
     )
 
 
@@ -228,9 +257,10 @@ def is_path(spec: str) -> bool:
     return "/" in spec or "\\" in spec or spec.startswith(".")
 
 
-def create_table(spark: SparkSession, spec: str) -> dict[str, Any]:
+def create_table(spark: SparkSession, spec: str, *, telemetry: bool = False) -> dict[str, Any]:
     """Create the target if missing, then read its configuration back and verify it.
 
+    ``telemetry`` adds the struct column of a run with a schema change (``--evolve-at``).
     Returns DESCRIBE DETAIL's fields (location, clustering columns, features,
     properties, protocol); raises ValueError naming every problem when an
     existing table does not fit (wrong schema, DVs/row tracking/clustering off).
@@ -239,6 +269,8 @@ def create_table(spark: SparkSession, spec: str) -> dict[str, Any]:
         f"{name} {sql_type.upper()}{'' if nullable else ' NOT NULL'}"
         for name, sql_type, nullable in SCHEMA
     )
+    if telemetry:
+        columns += f",\n  {STRUCT_COLUMN} {STRUCT_DDL}"
     props = ", ".join(f"'{k}' = '{v}'" for k, v in REQUIRED_PROPERTIES.items())
     ref = sql_table_ref(spec)
     spark.sql(
@@ -303,13 +335,16 @@ def check_table(
     """Compare the target at ``version`` with the last-write-wins state of ``generated``.
 
     The expected state is computed from the recorded events alone (no MERGE,
-    no OPTIMIZE involved). Each reader in ``readers`` reads the target; rows
+    no OPTIMIZE involved), on every column of the target the events carry (after
+    a schema change, the added ones too). Each reader in ``readers`` reads the target; rows
     missing from it and rows it has that were not expected are counted.
     """
     from delta_replay.read import read
 
     recorded = read(spark, generated, reader="delta").drop("batch_id")
-    expected = latest_per_key(recorded).persist()
+    table_columns = read(spark, target, reader="delta", version=version).columns
+    columns = [c for c in table_columns if c in recorded.columns]
+    expected = latest_per_key(recorded, columns).persist()
     try:
         result: dict[str, Any] = {
             "version": version,
@@ -318,7 +353,7 @@ def check_table(
             "readers": {},
         }
         for reader in readers:
-            actual = read(spark, target, reader=reader, version=version).select(*COLUMNS)  # type: ignore[arg-type]
+            actual = read(spark, target, reader=reader, version=version).select(*columns)  # type: ignore[arg-type]
             result["readers"][reader] = {
                 "rows": actual.count(),
                 "distinct_keys": actual.select("event_id").distinct().count(),

@@ -12,6 +12,12 @@ Modes:
 - ``free``: MERGE and OPTIMIZE run whenever they like.
 - ``coordinated``: one lock; OPTIMIZE runs only between two MERGE commits (a
   waiting OPTIMIZE goes before the next MERGE), so the two never overlap.
+
+A reproducible run (the same commits every time) takes OPTIMIZE out of the clock:
+``optimize_every_batches`` runs it in the stream's thread after every K-th MERGE,
+and ``max_batches`` stops after N MERGEs. ``evolve_at`` makes the events carry a new
+column and a new struct field from micro-batch N on; the MERGE then runs ``WITH
+SCHEMA EVOLUTION``.
 """
 
 from __future__ import annotations
@@ -118,8 +124,13 @@ class Driver:
         backoff: tuple[float, float] = (0.2, 5.0),
         stats: Callable[[], dict[str, Any]] | None = None,
         log: Callable[[str], None] = print,
+        evolve_at: int | None = None,
+        max_batches: int | None = None,
+        optimize_every_batches: int | None = None,
     ):
         self.spark, self.mode, self.target, self.generated = spark, mode, target, generated
+        self.evolve_at, self.max_batches = evolve_at, max_batches
+        self.optimize_every_batches = optimize_every_batches
         self.gen, self.catalogue = gen, catalogue
         self.optimize_every, self.stats_every = optimize_every, stats_every
         self.max_retries, self.backoff = max_retries, backoff
@@ -203,9 +214,12 @@ class Driver:
 
     # ------------------------------------------------------------ the stream side
 
+    def reached_max_batches(self) -> bool:
+        return self.max_batches is not None and self.counts["batches"] >= self.max_batches
+
     def merge_batch(self, batch: DataFrame, batch_id: int) -> None:
         """foreachBatch: record the batch's events, then MERGE them (latest per key wins)."""
-        if self.stopping.is_set():
+        if self.stopping.is_set() or self.reached_max_batches():
             self.counts["skipped_batches"] += 1
             return
         with self.in_flight:
@@ -221,7 +235,9 @@ class Driver:
         if not self._app_ready.wait(300):
             raise RuntimeError("the stream's app id was never set: call set_app_id after start()")
         session = batch.sparkSession  # the stream's own session: its conf is not shared
-        rows = events(batch, self.gen, self.catalogue)
+        evolving = self.evolve_at is not None
+        evolved = self.evolve_at is not None and batch_id >= self.evolve_at
+        rows = events(batch, self.gen, self.catalogue, telemetry=evolving, evolved=evolved)
         rows = rows.withColumn("batch_id", F.lit(batch_id)).persist()
         try:
             generated = rows.count()
@@ -229,14 +245,17 @@ class Driver:
                 self.counts["empty_batches"] += 1
                 return
             # Exactly what is merged is recorded first; idempotent per (app id, batch id).
-            (
+            writer = (
                 rows.write.format("delta")
                 .mode("append")
                 .option("txnAppId", self.app_id)
                 .option("txnVersion", batch_id)
-                .save(self.generated)
             )
-            latest_per_key(rows).createOrReplaceTempView(self._view)
+            if evolving:  # the recorded events take the new column and field too
+                writer = writer.option("mergeSchema", "true")
+            writer.save(self.generated)
+            columns = [c for c in rows.columns if c not in ("value", "batch_id")]
+            latest_per_key(rows, columns).createOrReplaceTempView(self._view)
             result = self.attempt("merge", lambda: self._merge_once(session, batch_id), batch_id)
         finally:
             rows.unpersist()
@@ -249,15 +268,19 @@ class Driver:
         self.counts["rows_merged"] += int(metrics.get("num_affected_rows") or 0)
         self.counts["rows_inserted"] += int(metrics.get("num_inserted_rows") or 0)
         self.counts["rows_updated"] += int(metrics.get("num_updated_rows") or 0)
+        every = self.optimize_every_batches
+        if every is not None and self.counts["batches"] % every == 0:
+            self.optimize_once()
 
     def _merge_once(self, session: SparkSession, batch_id: int) -> list[Any]:
         """One MERGE, idempotent per batch: the txn settings live only around it."""
         conf = session.conf
         conf.set(TXN_APP_ID, str(self.app_id))
         conf.set(TXN_VERSION, str(batch_id))
+        evolution = " WITH SCHEMA EVOLUTION" if self.evolve_at is not None else ""
         try:
             return session.sql(
-                f"""MERGE INTO delta.`{self.target}` AS t USING {self._view} AS s
+                f"""MERGE{evolution} INTO delta.`{self.target}` AS t USING {self._view} AS s
                 ON t.event_id = s.event_id
                 WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"""
             ).collect()
@@ -268,32 +291,37 @@ class Driver:
     # ------------------------------------------------------------ the background threads
 
     def optimize_loop(self) -> None:
+        """OPTIMIZE on the clock: every ``optimize_every`` seconds until the run stops."""
         low, high = self.optimize_every
         try:
             while not self.threads_stop.wait(self.rng.uniform(low, high)):
-                start = self.now()
-                row = self.attempt(
-                    "optimize", lambda: self.spark.sql(f"OPTIMIZE delta.`{self.target}`").first()
-                )
-                if row is None:
-                    continue
-                m = row["metrics"]
-                run = {
-                    "start": start,
-                    "end": self.now(),
-                    "files_removed": int(m["numFilesRemoved"] or 0),
-                    "files_added": int(m["numFilesAdded"] or 0),
-                    "dvs_removed": _dvs_removed(m),
-                }
-                self.optimize_runs.append(run)
-                self.log(
-                    f"OPTIMIZE #{len(self.optimize_runs)}: {run['files_removed']} files -> "
-                    f"{run['files_added']} ({run['dvs_removed']} DVs folded) "
-                    f"in {run['end'] - start:.1f}s"
-                )
+                self.optimize_once()
         except BaseException as exc:
             self.error = self.error or exc
             self.stopping.set()
+
+    def optimize_once(self) -> None:
+        """One OPTIMIZE, retried on conflicts and recorded (skipped when the run is stopping)."""
+        start = self.now()
+        row = self.attempt(
+            "optimize", lambda: self.spark.sql(f"OPTIMIZE delta.`{self.target}`").first()
+        )
+        if row is None:
+            return
+        m = row["metrics"]
+        run = {
+            "start": start,
+            "end": self.now(),
+            "files_removed": int(m["numFilesRemoved"] or 0),
+            "files_added": int(m["numFilesAdded"] or 0),
+            "dvs_removed": _dvs_removed(m),
+        }
+        self.optimize_runs.append(run)
+        self.log(
+            f"OPTIMIZE #{len(self.optimize_runs)}: {run['files_removed']} files -> "
+            f"{run['files_added']} ({run['dvs_removed']} DVs folded) "
+            f"in {run['end'] - start:.1f}s"
+        )
 
     def stats_loop(self) -> None:
         while not self.threads_stop.wait(self.stats_every):

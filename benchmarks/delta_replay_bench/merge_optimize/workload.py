@@ -11,6 +11,11 @@ through delta-spark V1 and, when its jar is loaded, through delta-replay.
 Example::
 
     delta-replay demo merge-optimize --mode both --duration 300 --out results/
+
+A reproducible run with a schema change part-way (the same commits every time)::
+
+    delta-replay demo merge-optimize --mode coordinated --rows-per-batch 50 --batches 6 \
+        --optimize-every-batches 2 --evolve-at 3
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .data import (
+    ADDED_COLUMN,
+    ADDED_FIELD,
+    STRUCT_COLUMN,
     GeneratorConfig,
     create_table,
     draw_catalogue,
@@ -82,6 +90,10 @@ class MergeOptimizeConfig:
     max_seconds: float | None = None
     out: str = "merge-optimize-out"
     row_level_concurrency: bool = False
+    rows_per_batch: int | None = None  # rate-micro-batch source: N events per micro-batch
+    batches: int | None = None  # exactly N MERGEs, then stop (instead of duration)
+    optimize_every_batches: int | None = None  # OPTIMIZE after every K-th MERGE, not on a timer
+    evolve_at: int | None = None  # schema change: new column + struct field from batch N on
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> MergeOptimizeConfig:
@@ -105,6 +117,13 @@ def validate(args: MergeOptimizeConfig) -> None:
         ),
         (args.stats_every > 0, "--stats-every must be > 0 seconds"),
         (args.max_retries >= 0, "--max-retries must be >= 0"),
+        (args.rows_per_batch is None or args.rows_per_batch > 0, "--rows-per-batch must be > 0"),
+        (args.batches is None or args.batches > 0, "--batches must be > 0"),
+        (
+            args.optimize_every_batches is None or args.optimize_every_batches > 0,
+            "--optimize-every-batches must be > 0",
+        ),
+        (args.evolve_at is None or args.evolve_at >= 0, "--evolve-at must be a batch id >= 0"),
         (
             args.max_seconds is None or args.max_seconds >= args.duration,
             "--max-seconds must be >= --duration",
@@ -159,7 +178,8 @@ def run_mode(
     several: bool = False,
     interrupted: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run one mode for ``args.duration`` seconds (or until interrupted) and summarise it."""
+    """Run one mode for ``args.duration`` seconds (``args.batches`` MERGEs when given, or until
+    interrupted) and summarise it."""
     from delta_replay.read import connector_available
 
     from .data import check_table
@@ -170,7 +190,7 @@ def run_mode(
     log = _log(mode)
     interrupted = interrupted or threading.Event()
     paths = _paths(args, mode, workdir, several)
-    table = create_table(spark, paths["target"])
+    table = create_table(spark, paths["target"], telemetry=args.evolve_at is not None)
     location = table["location"]
     log(f"table {paths['target']} at {location}")
     log(f"  clustering columns {table['clusteringColumns']}; features {table['tableFeatures']}")
@@ -192,13 +212,19 @@ def run_mode(
         max_retries=args.max_retries,
         stats=lambda: table_stats(spark, location),
         log=log,
+        evolve_at=args.evolve_at,
+        max_batches=args.batches,
+        optimize_every_batches=args.optimize_every_batches,
     )
-    stream = (
-        spark.readStream.format("rate")
-        .option("rowsPerSecond", args.rows_per_second)
-        .option("numPartitions", args.partitions)
-        .load()
-    )
+    if args.rows_per_batch:  # the same events in the same micro-batch in every run
+        source = spark.readStream.format("rate-micro-batch").option(
+            "rowsPerBatch", args.rows_per_batch
+        )
+        pace = f"{args.rows_per_batch} rows per batch"
+    else:
+        source = spark.readStream.format("rate").option("rowsPerSecond", args.rows_per_second)
+        pace = f"{args.rows_per_second} rows/s"
+    stream = source.option("numPartitions", args.partitions).load()
     query = (
         stream.writeStream.foreachBatch(driver.merge_batch)
         .queryName(f"merge_optimize_{mode}")
@@ -207,11 +233,15 @@ def run_mode(
         .start()
     )
     driver.set_app_id(f"delta-replay-merge-optimize-{query.id}")
-    log(f"stream {query.id} started: {args.rows_per_second} rows/s, {args.duration:.0f}s")
-    threads = [
-        threading.Thread(target=driver.optimize_loop, name=f"optimize-{mode}", daemon=True),
-        threading.Thread(target=driver.stats_loop, name=f"stats-{mode}", daemon=True),
-    ]
+    length = f"{args.batches} batches" if args.batches else f"{args.duration:.0f}s"
+    log(f"stream {query.id} started: {pace}, {length}")
+    if args.evolve_at is not None:
+        log(f"  schema change from batch {args.evolve_at} on (MERGE WITH SCHEMA EVOLUTION)")
+    threads = [threading.Thread(target=driver.stats_loop, name=f"stats-{mode}", daemon=True)]
+    if args.optimize_every_batches is None:  # else the stream's thread runs OPTIMIZE
+        threads.append(
+            threading.Thread(target=driver.optimize_loop, name=f"optimize-{mode}", daemon=True)
+        )
     for thread in threads:
         thread.start()
     limit = args.max_seconds or max(args.duration * 4, args.duration + 120)
@@ -233,7 +263,10 @@ def run_mode(
             if interrupted.is_set():
                 stopped_by = "interrupt"
                 break
-            if elapsed >= args.duration and minimums_met():
+            if driver.reached_max_batches():
+                stopped_by = "batches"
+                break
+            if elapsed >= args.duration and minimums_met() and args.batches is None:
                 break
             if elapsed >= limit:
                 stopped_by = "limit"
@@ -269,6 +302,9 @@ def run_mode(
         for k in ("rows_per_second", "partitions", "pool", "reuse_pct", "seed", "trigger_seconds")
     }
     summary["config"]["optimize_every"] = list(args.optimize_every)
+    for key in ("rows_per_batch", "batches", "optimize_every_batches", "evolve_at"):
+        if getattr(args, key) is not None:
+            summary["config"][key] = getattr(args, key)
     summary["minimums_met"] = minimums_met()
     return summary
 
@@ -370,6 +406,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="hard stop when --min-* are not met (default: 4x --duration)",
     )
     add("--out", metavar="DIR", default="merge-optimize-out", help="directory for the JSON and PNG")
+    add(
+        "--rows-per-batch",
+        type=int,
+        metavar="N",
+        help="N events per micro-batch (Spark's rate-micro-batch source) instead of --rate: "
+        "the same events in the same batches in every run",
+    )
+    add(
+        "--batches",
+        type=int,
+        metavar="N",
+        help="MERGE exactly N micro-batches, then stop (--duration does not end the run "
+        "earlier; --max-seconds does)",
+    )
+    add(
+        "--optimize-every-batches",
+        type=int,
+        metavar="K",
+        help="OPTIMIZE after every K-th MERGE, in the stream's thread, instead of "
+        "--optimize-every's timer",
+    )
+    add(
+        "--evolve-at",
+        type=int,
+        metavar="N",
+        help=f"schema change: the table gets a struct column {STRUCT_COLUMN}; from micro-batch "
+        f"N on the events also carry {STRUCT_COLUMN}.{ADDED_FIELD} and a column {ADDED_COLUMN}, "
+        "which MERGE WITH SCHEMA EVOLUTION adds to the table",
+    )
     add(
         "--row-level-concurrency",
         action="store_true",
