@@ -155,6 +155,20 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
 
   protected def sql(q: String): Option[DataFrame] = Some(spark.sql(q))
 
+  /** A MERGE of all columns from `source` into the run's table, schema evolution by conf. */
+  protected def evolvingMerge(name: String, shape: Shape, source: String): Command =
+    Command(
+      name,
+      shape,
+      r => sql(mergeAll(source, s"delta.`${r.path}`")),
+      conf = autoMerge,
+      merge = true
+    )
+
+  /** A command that is one SQL statement on the run's table (`{t}` in `statement`). */
+  protected def onTable(name: String, shape: Shape, statement: String): Command =
+    Command(name, shape, r => sql(statement.replace("{t}", s"delta.`${r.path}`")))
+
   protected def autoMerge: Seq[(String, String)] =
     Seq("spark.databricks.delta.schema.autoMerge.enabled" -> "true")
 
@@ -207,12 +221,10 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
    */
   protected lazy val commands: Seq[Command] = Seq(
     // MERGE: schema evolution (issue 60's cases 1-7), deletion vectors, clauses, sources
-    Command(
+    evolvingMerge(
       "MERGE, schema evolution by conf, new column and struct field (case 1)",
       Plain,
-      r => sql(mergeAll(SrcEvolved, s"delta.`${r.path}`")),
-      conf = autoMerge,
-      merge = true
+      SrcEvolved
     ),
     Command(
       "MERGE WITH SCHEMA EVOLUTION (case 2)",
@@ -220,13 +232,7 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
       r => sql(mergeAll(SrcEvolved, s"delta.`${r.path}`", evolution = true)),
       merge = true
     ),
-    Command(
-      "MERGE, schema evolution, column mapping (case 3)",
-      Mapped,
-      r => sql(mergeAll(SrcEvolved, s"delta.`${r.path}`")),
-      conf = autoMerge,
-      merge = true
-    ),
+    evolvingMerge("MERGE, schema evolution, column mapping (case 3)", Mapped, SrcEvolved),
     Command(
       "DeltaTable merge withSchemaEvolution (case 4)",
       Plain,
@@ -253,20 +259,8 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
       },
       merge = true
     ),
-    Command(
-      "MERGE, schema evolution, a struct field only (case 7)",
-      Plain,
-      r => sql(mergeAll(SrcStruct, s"delta.`${r.path}`")),
-      conf = autoMerge,
-      merge = true
-    ),
-    Command(
-      "MERGE, schema evolution, deletion vectors",
-      Dv,
-      r => sql(mergeAll(SrcEvolved, s"delta.`${r.path}`")),
-      conf = autoMerge,
-      merge = true
-    ),
+    evolvingMerge("MERGE, schema evolution, a struct field only (case 7)", Plain, SrcStruct),
+    evolvingMerge("MERGE, schema evolution, deletion vectors", Dv, SrcEvolved),
     Command(
       "MERGE with DELETE and NOT MATCHED BY SOURCE clauses, deletion vectors",
       Dv,
@@ -296,18 +290,10 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
       merge = true
     ),
     // UPDATE, DELETE
-    Command("UPDATE", Plain, r => sql(s"UPDATE delta.`${r.path}` SET v = 'u' WHERE id > 3")),
-    Command(
-      "UPDATE, deletion vectors",
-      Dv,
-      r => sql(s"UPDATE delta.`${r.path}` SET v = 'u' WHERE id > 3")
-    ),
-    Command("DELETE", Plain, r => sql(s"DELETE FROM delta.`${r.path}` WHERE id = 2")),
-    Command(
-      "DELETE, deletion vectors",
-      Dv,
-      r => sql(s"DELETE FROM delta.`${r.path}` WHERE id = 2")
-    ),
+    onTable("UPDATE", Plain, "UPDATE {t} SET v = 'u' WHERE id > 3"),
+    onTable("UPDATE, deletion vectors", Dv, "UPDATE {t} SET v = 'u' WHERE id > 3"),
+    onTable("DELETE", Plain, "DELETE FROM {t} WHERE id = 2"),
+    onTable("DELETE, deletion vectors", Dv, "DELETE FROM {t} WHERE id = 2"),
     Command(
       "DeltaTable update and delete",
       Dv,
@@ -322,10 +308,10 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
       }
     ),
     // INSERT
-    Command(
+    onTable(
       "INSERT INTO",
       Plain,
-      r => sql(s"INSERT INTO delta.`${r.path}` VALUES (9, 'i', named_struct('x', 90, 'y', 'y9'))")
+      "INSERT INTO {t} VALUES (9, 'i', named_struct('x', 90, 'y', 'y9'))"
     ),
     Command(
       "INSERT INTO ... SELECT from the table itself",
@@ -336,28 +322,25 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
         ),
       readsThrough = true
     ),
-    Command(
+    onTable(
       "INSERT OVERWRITE",
       Partitioned,
-      r =>
-        sql(
-          s"INSERT OVERWRITE delta.`${r.path}` SELECT id + 10, v, p FROM delta.`${r.path}` WHERE p = 'x'"
-        )
+      "INSERT OVERWRITE {t} SELECT id + 10, v, p FROM {t} WHERE p = 'x'"
     ),
-    Command(
+    onTable(
       "INSERT INTO ... REPLACE WHERE",
       Partitioned,
-      r => sql(s"INSERT INTO delta.`${r.path}` REPLACE WHERE p = 'x' SELECT 100, 'r', 'x'")
+      "INSERT INTO {t} REPLACE WHERE p = 'x' SELECT 100, 'r', 'x'"
     ),
-    Command(
+    onTable(
       "INSERT into a table with a generated column",
       Generated,
-      r => sql(s"INSERT INTO delta.`${r.path}` (id, v) VALUES (3, 'c')")
+      "INSERT INTO {t} (id, v) VALUES (3, 'c')"
     ),
-    Command(
+    onTable(
       "INSERT that violates a CHECK constraint",
       Generated,
-      r => sql(s"INSERT INTO delta.`${r.path}` (id, v) VALUES (-1, 'bad')")
+      "INSERT INTO {t} (id, v) VALUES (-1, 'bad')"
     ),
     Command(
       "INSERT into a temp view over a format(\"delta\") read",
@@ -422,17 +405,13 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
         ),
       readsThrough = true
     ),
-    Command(
+    onTable(
       "CREATE OR REPLACE TABLE with a new schema",
       Plain,
-      r => sql(s"CREATE OR REPLACE TABLE delta.`${r.path}` (a INT) USING delta")
+      "CREATE OR REPLACE TABLE {t} (a INT) USING delta"
     ),
     // RESTORE, CLONE, CONVERT
-    Command(
-      "RESTORE TABLE",
-      Plain,
-      r => sql(s"RESTORE TABLE delta.`${r.path}` TO VERSION AS OF 1")
-    ),
+    onTable("RESTORE TABLE", Plain, "RESTORE TABLE {t} TO VERSION AS OF 1"),
     Command(
       "DeltaTable restoreToVersion",
       Plain,
@@ -452,13 +431,9 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
     ),
     Command("CONVERT TO DELTA", Parquet, r => sql(s"CONVERT TO DELTA parquet.`${r.path}`")),
     // OPTIMIZE, REORG, VACUUM
-    Command("OPTIMIZE", Plain, r => sql(s"OPTIMIZE delta.`${r.path}`")),
-    Command("OPTIMIZE ZORDER BY", Plain, r => sql(s"OPTIMIZE delta.`${r.path}` ZORDER BY (id)")),
-    Command(
-      "OPTIMIZE a liquid-clustered table",
-      Clustered,
-      r => sql(s"OPTIMIZE delta.`${r.path}`")
-    ),
+    onTable("OPTIMIZE", Plain, "OPTIMIZE {t}"),
+    onTable("OPTIMIZE ZORDER BY", Plain, "OPTIMIZE {t} ZORDER BY (id)"),
+    onTable("OPTIMIZE a liquid-clustered table", Clustered, "OPTIMIZE {t}"),
     Command(
       "DeltaTable optimize",
       Plain,
@@ -488,43 +463,28 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
       conf = Seq("spark.databricks.delta.retentionDurationCheck.enabled" -> "false")
     ),
     // ALTER TABLE
-    Command(
-      "ALTER TABLE ADD COLUMNS",
-      Plain,
-      r => sql(s"ALTER TABLE delta.`${r.path}` ADD COLUMNS (w INT)")
-    ),
-    Command(
-      "ALTER TABLE DROP COLUMN, column mapping",
-      Mapped,
-      r => sql(s"ALTER TABLE delta.`${r.path}` DROP COLUMN v")
-    ),
-    Command(
+    onTable("ALTER TABLE ADD COLUMNS", Plain, "ALTER TABLE {t} ADD COLUMNS (w INT)"),
+    onTable("ALTER TABLE DROP COLUMN, column mapping", Mapped, "ALTER TABLE {t} DROP COLUMN v"),
+    onTable(
       "ALTER TABLE RENAME COLUMN, column mapping",
       Mapped,
-      r => sql(s"ALTER TABLE delta.`${r.path}` RENAME COLUMN v TO w")
+      "ALTER TABLE {t} RENAME COLUMN v TO w"
     ),
-    Command(
+    onTable(
       "ALTER TABLE DROP COLUMN without column mapping (an error)",
       Plain,
-      r => sql(s"ALTER TABLE delta.`${r.path}` DROP COLUMN v")
+      "ALTER TABLE {t} DROP COLUMN v"
     ),
-    Command(
-      "ALTER TABLE CLUSTER BY",
-      Clustered,
-      r => sql(s"ALTER TABLE delta.`${r.path}` CLUSTER BY (v)")
-    ),
-    Command(
+    onTable("ALTER TABLE CLUSTER BY", Clustered, "ALTER TABLE {t} CLUSTER BY (v)"),
+    onTable(
       "ALTER TABLE SET TBLPROPERTIES",
       Plain,
-      r =>
-        sql(
-          s"ALTER TABLE delta.`${r.path}` SET TBLPROPERTIES ('delta.logRetentionDuration' = '10 days')"
-        )
+      "ALTER TABLE {t} SET TBLPROPERTIES ('delta.logRetentionDuration' = '10 days')"
     ),
-    Command(
+    onTable(
       "ALTER TABLE DROP FEATURE deletionVectors",
       Dv,
-      r => sql(s"ALTER TABLE delta.`${r.path}` DROP FEATURE deletionVectors")
+      "ALTER TABLE {t} DROP FEATURE deletionVectors"
     ),
     // the DeltaTable API's reads
     Command(
