@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -75,3 +77,46 @@ def spark() -> Iterator[SparkSession]:
     session = local_session("delta-replay-pytest", conf=TEST_CONF, extra_packages=[KAFKA_SQL_MAVEN])
     yield session
     session.stop()
+
+
+@pytest.fixture
+def routing(spark: SparkSession) -> Callable[[bool], AbstractContextManager[None]]:
+    """``with routing(False): ...``: the extension's routing off (or on) for the shared session,
+    restored afterwards (``spark.deltareplay.enabled``)."""
+
+    @contextmanager
+    def switched(enabled: bool) -> Iterator[None]:
+        key = "spark.deltareplay.enabled"
+        saved = spark.conf.get(key, None)
+        spark.conf.set(key, str(enabled).lower())
+        try:
+            yield
+        finally:
+            if saved is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, saved)
+
+    return switched
+
+
+@pytest.fixture
+def same_evolved_tables(spark: SparkSession) -> Callable[..., list[Any]]:
+    """``same_evolved_tables(off, on, column, struct, field)``: the tables a run with routing off
+    and one with it on left, read by delta-spark V1, have the same schema and rows; both carry the
+    added ``column`` and ``struct.field``, and version 1 (written before the change) does not.
+    Returns the rows."""
+    from pyspark.testing import assertDataFrameEqual
+
+    from delta_replay import read
+
+    def check(off_path: str, on_path: str, column: str, struct: str, field: str) -> list[Any]:
+        off, on = (read(spark, p, reader="delta") for p in (off_path, on_path))
+        assert on.schema == off.schema
+        rows = on.collect()
+        assertDataFrameEqual(rows, off.collect())
+        assert column in on.columns and field in on.schema[struct].dataType.fieldNames()  # type: ignore[attr-defined]
+        assert column not in read(spark, on_path, reader="delta", version=1).columns
+        return rows
+
+    return check

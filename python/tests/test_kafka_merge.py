@@ -15,8 +15,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +59,15 @@ from delta_replay_bench.kafka.pipeline import (
 )
 from delta_replay_bench.kafka.report import fingerprint, read_checked, verify
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.testing import assertDataFrameEqual
 
 from delta_replay.cli import build_parser
-from delta_replay.read import read
 
 pytestmark = pytest.mark.kafka
 
 # Reduced data set: 240 historical and 96 streamed hours per location.
 SPEC = DataSpec(hist_hours=240, new_hours=96, correction_share=0.15)
+
+Routing = Callable[[bool], AbstractContextManager[None]]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -412,27 +412,16 @@ def test_consumer_killed_mid_stream_restarts_exactly_once(
     assert_same_rows(read_checked(spark, target), read_checked(spark, reference[0].paths["target"]))
 
 
-@contextmanager
-def _routing(spark: SparkSession, enabled: bool) -> Iterator[None]:
-    """The extension's routing on or off for the session, restored afterwards."""
-    key = "spark.deltareplay.enabled"
-    saved = spark.conf.get(key, None)
-    spark.conf.set(key, str(enabled).lower())
-    try:
-        yield
-    finally:
-        if saved is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, saved)
-
-
 def _history(spark: SparkSession, path: str) -> list[Any]:
     return spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
 
 
 def test_schema_change_part_way_same_with_routing_off_and_on(
-    spark: SparkSession, broker: Broker, tmp_path: Path
+    spark: SparkSession,
+    broker: Broker,
+    tmp_path: Path,
+    routing: Routing,
+    same_evolved_tables: Callable[..., list[Any]],
 ) -> None:
     """--evolve-at: from the 3rd streamed hour on the producer adds relative_humidity_2m and
     station.country; the streaming foreachBatch MERGE adds them with schema evolution. The
@@ -449,7 +438,7 @@ def test_schema_change_part_way_same_with_routing_off_and_on(
     batches: dict[bool, list[tuple[int, int, int, int]]] = {}
     for enabled in (False, True):
         root = tmp_path / f"routing-{enabled}"
-        with _routing(spark, enabled):
+        with routing(enabled):
             targets[enabled], quarantine = make_tables(spark, root, small)
             cfg = ConsumerConfig(
                 bootstrap=broker.bootstrap,
@@ -472,15 +461,10 @@ def test_schema_change_part_way_same_with_routing_off_and_on(
     assert batches[True] == batches[False] and len(batches[True]) == 3
     assert verify(spark, targets[True], small).ok  # the plain columns against the oracle
 
-    # Read with routing off (delta-spark V1) for the comparison: same schema, same rows.
-    off, on = (read(spark, targets[enabled], reader="delta") for enabled in (False, True))
-    assert on.schema == off.schema
-    rows = on.collect()
-    assertDataFrameEqual(rows, off.collect())
-    struct_fields = on.schema[STRUCT_COLUMN].dataType.fieldNames()  # type: ignore[attr-defined]
-    assert ADDED_COLUMN in on.columns and ADDED_FIELD in struct_fields
-    # The change came part-way: the first MERGE (version 1) wrote the old schema.
-    assert ADDED_COLUMN not in read(spark, targets[True], reader="delta", version=1).columns
+    # Read with routing off (delta-spark V1): same schema and rows, the additions from the change on
+    rows = same_evolved_tables(
+        targets[False], targets[True], ADDED_COLUMN, STRUCT_COLUMN, ADDED_FIELD
+    )
     # Base rows have neither addition; every row of an hour from the change on has both.
     places = {loc.latitude: loc for loc in LOCATIONS}
     changed = 0

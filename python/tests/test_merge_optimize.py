@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,6 @@ from delta_replay_bench.merge_optimize.workload import (
 )
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.testing import assertDataFrameEqual
 
 from delta_replay.read import connector_available, read
 
@@ -52,6 +51,8 @@ SHORT = [
     "--min-optimizes", "2",
     "--max-seconds", "150",
 ]  # fmt: skip
+
+Routing = Callable[[bool], AbstractContextManager[None]]
 
 
 def _args(*extra: str) -> MergeOptimizeConfig:
@@ -124,23 +125,11 @@ def test_coordinated_mode_never_overlaps(spark: SparkSession, tmp_path: Path) ->
     assert s["retries"] == {"merge": 0, "optimize": 0}
 
 
-@contextmanager
-def _routing(spark: SparkSession, enabled: bool) -> Iterator[None]:
-    """The extension's routing on or off for the session, restored afterwards."""
-    key = "spark.deltareplay.enabled"
-    saved = spark.conf.get(key, None)
-    spark.conf.set(key, str(enabled).lower())
-    try:
-        yield
-    finally:
-        if saved is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, saved)
-
-
 def test_schema_change_part_way_same_with_routing_off_and_on(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession,
+    tmp_path: Path,
+    routing: Routing,
+    same_evolved_tables: Callable[..., list[Any]],
 ) -> None:
     """--evolve-at: from batch 1 on the source adds a column and a struct field, MERGE WITH
     SCHEMA EVOLUTION adds them, OPTIMIZE and a MERGE follow; with the extension routing reads
@@ -153,7 +142,7 @@ def test_schema_change_part_way_same_with_routing_off_and_on(
     conf_before = spark.conf.get("spark.deltareplay.enabled", None)
     runs: dict[bool, dict[str, Any]] = {}
     for enabled in (False, True):
-        with _routing(spark, enabled):
+        with routing(enabled):
             runs[enabled] = run_mode(spark, args, "coordinated", tmp_path / f"routing-{enabled}")
     assert spark.conf.get("spark.deltareplay.enabled", None) == conf_before
     tables = {enabled: s["table"]["location"] for enabled, s in runs.items()}
@@ -161,15 +150,10 @@ def test_schema_change_part_way_same_with_routing_off_and_on(
         assert s["stopped_by"] == "batches" and s["batches"] == 3 and s["optimize_runs"] == 1
         assert s["check"]["ok"], s["check"]  # every column, the added ones too, both readers
 
-    # Read with routing off (delta-spark V1) for the comparison: same schema, same rows.
-    off, on = (read(spark, tables[enabled], reader="delta") for enabled in (False, True))
-    assert on.schema == off.schema
-    rows = on.collect()
-    assertDataFrameEqual(rows, off.collect())
-    struct_fields = on.schema[STRUCT_COLUMN].dataType.fieldNames()  # type: ignore[attr-defined]
-    assert ADDED_COLUMN in on.columns and ADDED_FIELD in struct_fields
-    # The change came part-way: the first MERGE (version 1) wrote the old schema.
-    assert ADDED_COLUMN not in read(spark, tables[True], reader="delta", version=1).columns
+    # Read with routing off (delta-spark V1): same schema and rows, the additions from the change on
+    rows = same_evolved_tables(
+        tables[False], tables[True], ADDED_COLUMN, STRUCT_COLUMN, ADDED_FIELD
+    )
     # Filled in exactly on the rows whose latest event came from batch 1 or later.
     recorded = read(spark, str(tmp_path / "routing-True" / "generated_coordinated"), reader="delta")
     latest: dict[str, tuple[int, int]] = {}
