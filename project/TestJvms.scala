@@ -69,7 +69,8 @@ object TestJvms {
     "ReplayRulesSuite",
     "MetadataAggregatesSuite",
     "MetaCacheSuite",
-    "TableChangesSuite"
+    "TableChangesSuite",
+    "CommandMatrixSuite"
   )
 
   lazy val settings: Seq[Setting[_]] = Seq(
