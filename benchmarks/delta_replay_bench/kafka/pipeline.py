@@ -449,7 +449,7 @@ def register(registry: CommandRegistry) -> None:
         metavar="N",
         help="schema change part-way: the table and messages carry a struct station; from the "
         "N-th streamed hour on, messages add relative_humidity_2m and station.country, which "
-        "the MERGE adds to the table (schema evolution)",
+        "the MERGE adds to the table (schema evolution) (default: none, no change)",
     )
     parser.add_argument(
         "--out",

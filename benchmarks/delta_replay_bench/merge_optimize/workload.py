@@ -409,23 +409,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--rows-per-batch",
         type=int,
-        metavar="N",
-        help="N events per micro-batch (Spark's rate-micro-batch source) instead of --rate: "
-        "the same events in the same batches in every run",
+        help="events per micro-batch (Spark's rate-micro-batch source) instead of --rate: "
+        "the same events in the same batches in every run (default: none, --rate's timing)",
     )
     add(
         "--batches",
         type=int,
-        metavar="N",
-        help="MERGE exactly N micro-batches, then stop (--duration does not end the run "
-        "earlier; --max-seconds does)",
+        help="MERGE exactly this many micro-batches, then stop (--duration does not end the "
+        "run earlier; --max-seconds does) (default: none, --duration ends the run)",
     )
     add(
         "--optimize-every-batches",
         type=int,
         metavar="K",
         help="OPTIMIZE after every K-th MERGE, in the stream's thread, instead of "
-        "--optimize-every's timer",
+        "--optimize-every's timer (default: none, the timer)",
     )
     add(
         "--evolve-at",
@@ -433,7 +431,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"schema change: the table gets a struct column {STRUCT_COLUMN}; from micro-batch "
         f"N on the events also carry {STRUCT_COLUMN}.{ADDED_FIELD} and a column {ADDED_COLUMN}, "
-        "which MERGE WITH SCHEMA EVOLUTION adds to the table",
+        "which MERGE WITH SCHEMA EVOLUTION adds to the table (default: none, no change)",
     )
     add(
         "--row-level-concurrency",
