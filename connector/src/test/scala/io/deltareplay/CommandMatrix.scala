@@ -13,14 +13,17 @@ import org.apache.spark.sql.streaming.Trigger
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * delta-spark's commands with this extension installed leave what they leave without it. Each
- * command of [[CommandMatrix.commands]] runs on fresh copies of one table written by delta-spark:
- * once with routing off (`spark.deltareplay.enabled=false`, the oracle), once with it on, and once
- * with it on in a session that read the table just before (through this connector). The runs must
- * agree on the command's answer (its rows, or its error condition), the table it leaves (rows and
- * schema, read by delta-spark), its history (operation, parameters, metrics other than times) and,
- * with routing on, the rows this connector reads of it. MERGE cases run with routing on in every
- * replay mode. Mixed into one suite per kind of session (`local[2]` and `local-cluster`).
+ * delta-spark's commands with this extension installed leave what they leave without it. Each case
+ * of [[CommandMatrix.cases]] runs its commands, one after the other, on a fresh copy of one table
+ * written by delta-spark: once with routing off (`spark.deltareplay.enabled=false`, the oracle),
+ * then with it on ([[routedRuns]]: tables read through this connector before commands and not). The
+ * runs must agree on each command's answer (its rows, or its error condition), then on the tables
+ * the case leaves (rows and schema read by delta-spark, and the history: every command's operation,
+ * parameters and metrics other than times and sizes) and, with routing on, on the rows this
+ * connector reads of them. Issue 60's seven MERGE cases (and two more MERGEs with schema evolution)
+ * are cases of their own, each on a fresh table, with the log replayed on the driver and as a Spark
+ * job; the other commands share a table per shape, in the order users run them. Mixed into one
+ * suite per kind of session (`local[2]` and `local-cluster`).
  */
 trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
 
@@ -44,106 +47,141 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
     try FileUtils.deleteQuietly(baseDir)
     finally super.afterAll()
 
-  /** The work directory of one run and the table in it (`t`, a copy of the command's shape). */
+  /** The work directory of one run and the table in it (`t`, a copy of the case's shape). */
   final class Run(val dir: File, shape: Shape) {
     val path: String = new File(dir, "t").getAbsolutePath
     def other(name: String): String = new File(dir, name).getAbsolutePath
     bases.get(shape).foreach(base => FileUtils.copyDirectory(base, new File(path)))
   }
 
+  /** One command of a case: what it does (its answer, if any), with these session settings. */
+  final case class Step(
+      name: String,
+      run: Run => Option[DataFrame],
+      conf: Seq[(String, String)] = Nil
+  )
+
   /**
-   * One command: what it runs on, what it does, and which table it leaves to compare; `merge`: run
-   * in both replay modes; `readsThrough`: it reads a table through routing in its own work.
+   * A case: commands run one after the other on a copy of `shape`, and the tables to compare after
+   * them (the copy, by default); `merge`: its runs replay the log on the driver and as a Spark job;
+   * `readsThrough`: a command reads a table through routing in its own work.
    */
-  final case class Command(
+  final case class Case(
       name: String,
       shape: Shape,
-      run: Run => Option[DataFrame],
-      target: Run => String = _.path,
-      conf: Seq[(String, String)] = Nil,
+      steps: Seq[Step],
+      targets: Seq[String] = Seq("t"),
       merge: Boolean = false,
       readsThrough: Boolean = false
   )
 
-  /** What a run leaves: its answer or error, the table, its history; routed rows when on. */
-  private final case class Outcome(
-      answer: Either[String, Seq[String]],
+  /** A case of one command. */
+  protected def single(
+      name: String,
+      shape: Shape,
+      run: Run => Option[DataFrame],
+      conf: Seq[(String, String)] = Nil,
+      merge: Boolean = false,
+      readsThrough: Boolean = false
+  ): Case =
+    Case(name, shape, Seq(Step(name, run, conf)), merge = merge, readsThrough = readsThrough)
+
+  /** A table a case leaves: rows and schema, history; the rows this connector reads, when on. */
+  private final case class TableState(
       rows: Seq[Seq[Any]],
       schema: String,
       history: Seq[String],
       routedRows: Option[Seq[Seq[Any]]]
   )
 
-  private def outcome(command: Command, routing: Option[(String, Boolean)]): Outcome =
+  /** What a run leaves: each command's answer or error, then each target table's state. */
+  private final case class Outcome(
+      answers: Seq[(String, Either[String, Seq[String]])],
+      tables: Seq[(String, TableState)]
+  )
+
+  private def outcome(c: Case, routing: Option[(String, Reads)]): Outcome =
     withTempDir { dir =>
-      val run = new Run(dir, command.shape)
+      val run = new Run(dir, c.shape)
       val on = routing.isDefined
-      val answer = withConf(Seq(EnabledKey -> on.toString) ++ command.conf: _*) {
-        def attempt() = Try(command.run(run).map(df => df.toJSON.collect().toSeq))
-        val tried = routing match {
-          case Some((mode, readFirst)) =>
-            withReplayMode(mode) {
-              if (readFirst && new File(run.path, "_delta_log").exists()) {
-                spark.read.format("delta").load(run.path).where("id >= 0").collect()
-                spark.sql(s"SELECT count(*) FROM delta.`${run.path}`").collect()
-              }
-              attempt()
+      val mode = routing.fold("auto")(_._1)
+      val reads = routing.fold(Reads.Never: Reads)(_._2)
+      val answers = withConf(EnabledKey -> on.toString) {
+        withReplayMode(mode) {
+          c.steps.zipWithIndex.map { case (step, i) =>
+            if (reads.before(i) && new File(run.path, "_delta_log").exists()) {
+              spark.read.format("delta").load(run.path).collect()
             }
-          case None => attempt()
-        }
-        tried match {
-          case Success(rows) => Right(rows.getOrElse(Nil).map(normalize(_, dir)).sorted)
-          case Failure(e) => Left(conditions(e))
+            val tried = withConf(step.conf: _*) {
+              Try(step.run(run).map(df => df.toJSON.collect().toSeq))
+            }
+            step.name -> (tried match {
+              case Success(rows) => Right(rows.getOrElse(Nil).map(normalize(_, dir)).sorted)
+              case Failure(e) => Left(conditions(e))
+            })
+          }
         }
       }
-      val target = command.target(run)
-      withConf(EnabledKey -> "false") {
-        val exists = new File(target, "_delta_log").exists()
-        val table = if (exists) Some(spark.read.format("delta").load(target)) else None
-        val history =
-          if (!exists) Nil
-          else
-            spark
-              .sql(s"DESCRIBE HISTORY delta.`$target`")
-              .select("version", "operation", "operationParameters", "operationMetrics")
-              .collect()
-              .toSeq
-              .map(r => normalize(historyLine(r), dir))
-        val routedRows =
-          if (on && exists)
-            Some(withConf(EnabledKey -> "true")(sorted(spark.read.format("delta").load(target))))
-          else None
-        Outcome(
-          answer,
-          table.map(sorted).getOrElse(Nil),
-          table.map(_.schema.json).getOrElse(""),
-          history.sorted,
-          routedRows
-        )
+      val tables = c.targets.map { name =>
+        val target = run.other(name)
+        withConf(EnabledKey -> "false") {
+          val exists = new File(target, "_delta_log").exists()
+          val table = if (exists) Some(spark.read.format("delta").load(target)) else None
+          val history =
+            if (!exists) Nil
+            else
+              spark
+                .sql(s"DESCRIBE HISTORY delta.`$target`")
+                .select("version", "operation", "operationParameters", "operationMetrics")
+                .collect()
+                .toSeq
+                .map(r => normalize(historyLine(r), dir))
+          val routedRows =
+            if (on && exists)
+              Some(withConf(EnabledKey -> "true")(sorted(spark.read.format("delta").load(target))))
+            else None
+          name -> TableState(
+            table.map(sorted).getOrElse(Nil),
+            table.map(_.schema.json).getOrElse(""),
+            history.sorted,
+            routedRows
+          )
+        }
       }
+      Outcome(answers, tables)
     }
 
   /**
-   * The runs with routing on of each command, as pairs (replay mode, whether the session reads the
-   * table first): on a table not read before and on one read before; MERGE cases with the log
-   * replayed on the driver and as a Spark job (the two replay modes), the others in the default.
+   * The runs with routing on of each case, as pairs (replay mode, when the session reads the table
+   * through this connector). A MERGE case runs on a table not read, with the log replayed on the
+   * driver, and on a table read first, replayed as a Spark job (the two replay modes). A case of
+   * other commands runs once, in the default mode, reading the table before every other command:
+   * its commands run on a table just read and on one not (a run of each kind for every command
+   * would double these cases' time, the larger part of the matrix's).
    */
-  protected def routedRuns(command: Command): Seq[(String, Boolean)] =
-    if (command.merge) Seq(("local", false), ("distributed", true))
-    else Seq(("auto", false), ("auto", true))
+  protected def routedRuns(c: Case): Seq[(String, Reads)] =
+    if (c.merge) Seq(("local", Reads.Never), ("distributed", Reads.Always))
+    else Seq(("auto", Reads.Alternately))
 
-  /** Registers one test per command. */
-  protected def registerCommands(commands: Seq[Command]): Unit = commands.foreach { command =>
-    test(s"${command.name}: the same with the extension installed") {
-      val oracle = outcome(command, None)
-      routedRuns(command).foreach { case (mode, readFirst) =>
-        val ours = outcome(command, Some(mode -> readFirst))
-        val how = s"routing on, replay $mode${if (readFirst) ", table read first" else ""}"
-        assert(ours.answer === oracle.answer, s"the command's answer ($how)")
-        assert(ours.history === oracle.history, s"the history ($how)")
-        assert(ours.schema === oracle.schema, s"the schema ($how)")
-        assert(ours.rows === oracle.rows, s"the rows ($how)")
-        assert(ours.routedRows.forall(_ == oracle.rows), s"this connector's read ($how)")
+  /** Registers one test per case. */
+  protected def registerCases(cases: Seq[Case]): Unit = cases.foreach { c =>
+    test(s"${c.name}: the same with the extension installed") {
+      val oracle = outcome(c, None)
+      routedRuns(c).foreach { case (mode, reads) =>
+        val ours = outcome(c, Some(mode -> reads))
+        val how = s"routing on, replay $mode, $reads"
+        ours.answers.zip(oracle.answers).foreach { case ((step, answer), (_, expected)) =>
+          assert(answer === expected, s"the answer of '$step' ($how)")
+        }
+        ours.tables.zip(oracle.tables).foreach { case ((name, state), (_, expected)) =>
+          assert(state.history === expected.history, s"the history of $name ($how)")
+          assert(state.schema === expected.schema, s"the schema of $name ($how)")
+          assert(state.rows === expected.rows, s"the rows of $name ($how)")
+          assert(
+            state.routedRows.forall(_ == expected.rows),
+            s"this connector's read of $name ($how)"
+          )
+        }
       }
     }
   }
@@ -155,26 +193,29 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
 
   protected def sql(q: String): Option[DataFrame] = Some(spark.sql(q))
 
-  /** A MERGE of all columns from `source` into the run's table, schema evolution by conf. */
-  protected def evolvingMerge(name: String, shape: Shape, source: String): Command =
-    Command(
-      name,
-      shape,
-      r => sql(mergeAll(source, s"delta.`${r.path}`")),
-      conf = autoMerge,
-      merge = true
-    )
+  /** A case: a MERGE of all columns from `source` into the table, schema evolution by conf. */
+  protected def evolvingMerge(name: String, shape: Shape, source: String): Case =
+    single(name, shape, r => sql(mergeAll(source, s"delta.`${r.path}`")), autoMerge, merge = true)
 
-  /** A command that is one SQL statement on the run's table (`{t}` in `statement`). */
-  protected def onTable(name: String, shape: Shape, statement: String): Command =
-    Command(name, shape, r => sql(statement.replace("{t}", s"delta.`${r.path}`")))
+  /** A step that is one SQL statement on the run's table (`{t}` in `statement`). */
+  protected def statement(
+      name: String,
+      statement: String,
+      conf: Seq[(String, String)] = Nil
+  ): Step =
+    Step(name, r => sql(statement.replace("{t}", s"delta.`${r.path}`")), conf)
+
+  /** A step that is one SQL statement, named by itself. */
+  protected def statement(q: String): Step = statement(q.replace("{t}", "t"), q)
 
   protected def autoMerge: Seq[(String, String)] =
     Seq("spark.databricks.delta.schema.autoMerge.enabled" -> "true")
 
-  /** A Delta table holding `view`'s rows (a source for SQL MERGE and streams). */
-  protected def deltaSource(run: Run, view: String): String = {
-    val path = run.other("src")
+  /**
+   * A Delta table `name` in the run's directory holding `view`'s rows (a MERGE or stream source).
+   */
+  protected def deltaSource(run: Run, view: String, name: String = "src"): String = {
+    val path = run.other(name)
     withConf(EnabledKey -> "false")(spark.table(view).write.format("delta").save(path))
     path
   }
@@ -215,41 +256,42 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
 
   import CommandMatrix.Shape._
 
+  private val plainRow = "named_struct('x', 90, 'y', 'y9')"
+
   /**
-   * The commands: every delta-spark command and API users run around reads, on the shapes they
-   * change. The seven MERGE cases of issue 60 are named so.
+   * The cases: every delta-spark command and API users run around reads, on the shapes they change.
+   * The seven MERGE cases of issue 60 are named so.
    */
-  protected lazy val commands: Seq[Command] = Seq(
-    // MERGE: schema evolution (issue 60's cases 1-7), deletion vectors, clauses, sources
+  protected lazy val cases: Seq[Case] = Seq(
+    // issue 60's cases, and two more MERGEs with schema evolution: a table each
     evolvingMerge(
       "MERGE, schema evolution by conf, new column and struct field (case 1)",
       Plain,
       SrcEvolved
     ),
-    Command(
+    single(
       "MERGE WITH SCHEMA EVOLUTION (case 2)",
       Plain,
       r => sql(mergeAll(SrcEvolved, s"delta.`${r.path}`", evolution = true)),
       merge = true
     ),
     evolvingMerge("MERGE, schema evolution, column mapping (case 3)", Mapped, SrcEvolved),
-    Command(
+    single(
       "DeltaTable merge withSchemaEvolution (case 4)",
       Plain,
       r => { apiMerge(r.path, spark.table(SrcEvolved)); None },
       merge = true
     ),
-    Command(
+    Case(
       "RESTORE TO VERSION AS OF 1, then MERGE with schema evolution (case 5)",
       Plain,
-      r => {
-        spark.sql(s"RESTORE TABLE delta.`${r.path}` TO VERSION AS OF 1").collect()
-        sql(mergeAll(SrcEvolved, s"delta.`${r.path}`"))
-      },
-      conf = autoMerge,
+      Seq(
+        statement("RESTORE TABLE {t} TO VERSION AS OF 1"),
+        Step("MERGE", r => sql(mergeAll(SrcEvolved, s"delta.`${r.path}`")), autoMerge)
+      ),
       merge = true
     ),
-    Command(
+    single(
       "foreachBatch DeltaTable merge with schema evolution from a stream (case 6)",
       Plain,
       r => {
@@ -261,286 +303,249 @@ trait CommandMatrix extends DeltaOracle { self: AnyFunSuite =>
     ),
     evolvingMerge("MERGE, schema evolution, a struct field only (case 7)", Plain, SrcStruct),
     evolvingMerge("MERGE, schema evolution, deletion vectors", Dv, SrcEvolved),
-    Command(
-      "MERGE with DELETE and NOT MATCHED BY SOURCE clauses, deletion vectors",
-      Dv,
-      r =>
-        sql(
-          s"MERGE INTO delta.`${r.path}` t USING $SrcPlain s ON t.id = s.id " +
-            "WHEN MATCHED AND s.id = 2 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v " +
-            "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.id > 4 THEN DELETE"
-        ),
-      merge = true
-    ),
-    Command(
+    single(
       "MERGE from a Delta table source, schema evolution",
       Plain,
       r => sql(mergeAll(s"delta.`${deltaSource(r, SrcEvolved)}`", s"delta.`${r.path}`")),
-      conf = autoMerge,
-      merge = true
+      autoMerge,
+      merge = true,
+      readsThrough = true
     ),
-    Command(
-      "MERGE into a catalog table with schema evolution",
+    // the other commands, a table per shape, in the order users run them
+    Case(
+      "DML, inserts, clones, OPTIMIZE, the DeltaTable API, a stream, then rewrites",
       Plain,
-      r =>
-        named(r, "cm_merge_target")(
-          sql(mergeAll(SrcEvolved, "cm_merge_target")).map(_.localCheckpoint())
+      Seq(
+        statement("UPDATE {t} SET v = 'u' WHERE id > 3"),
+        statement("DELETE FROM {t} WHERE id = 2"),
+        statement(s"INSERT INTO {t} VALUES (9, 'i', $plainRow)"),
+        statement("INSERT INTO {t} SELECT id + 100, v, st FROM {t} WHERE id > 2"),
+        Step(
+          "INSERT into a temp view over a format(\"delta\") read",
+          r => {
+            spark.read.format("delta").load(r.path).createOrReplaceTempView("cm_view")
+            sql(s"INSERT INTO cm_view VALUES (8, 'h', $plainRow)")
+          }
         ),
-      conf = autoMerge,
-      merge = true
+        Step(
+          "DeltaTable forName merge",
+          r =>
+            named(r, "cm_api_target") {
+              DeltaTable
+                .forName(spark, "cm_api_target")
+                .as("t")
+                .merge(spark.table(SrcPlain).as("s"), "t.id = s.id")
+                .whenMatched()
+                .updateAll()
+                .whenNotMatched()
+                .insertAll()
+                .execute()
+              None
+            }
+        ),
+        Step(
+          "DeltaTable history",
+          r => Some(DeltaTable.forPath(spark, r.path).history().drop("timestamp"))
+        ),
+        Step("DeltaTable detail", r => Some(DeltaTable.forPath(spark, r.path).detail())),
+        statement("OPTIMIZE {t} ZORDER BY (id)"),
+        Step(
+          "DeltaTable optimize",
+          r => Some(DeltaTable.forPath(spark, r.path).optimize().executeCompaction())
+        ),
+        Step(
+          "a stream appending to the table",
+          r => {
+            val source = deltaSource(r, SrcPlain, "stream-src")
+            spark.readStream
+              .format("delta")
+              .load(source)
+              .writeStream
+              .format("delta")
+              .option("checkpointLocation", r.other("stream-checkpoint"))
+              .trigger(Trigger.AvailableNow())
+              .start(r.path)
+              .awaitTermination()
+            None
+          }
+        ),
+        statement("ALTER TABLE {t} ADD COLUMNS (w INT)"),
+        statement("ALTER TABLE {t} SET TBLPROPERTIES ('delta.logRetentionDuration' = '10 days')"),
+        statement("ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableInCommitTimestamps' = 'true')"),
+        statement("ALTER TABLE {t} DROP FEATURE inCommitTimestamp"),
+        statement(
+          "ALTER TABLE {t} DROP COLUMN v (an error without column mapping)",
+          "ALTER TABLE {t} DROP COLUMN v"
+        ),
+        Step(
+          "append with mergeSchema",
+          r => {
+            spark
+              .table(SrcEvolved)
+              .write
+              .format("delta")
+              .mode("append")
+              .option("mergeSchema", "true")
+              .save(r.path)
+            None
+          }
+        ),
+        Step(
+          "DeltaTable restoreToVersion",
+          r => Some(DeltaTable.forPath(spark, r.path).restoreToVersion(2))
+        ),
+        Step(
+          "read the table and overwrite it",
+          r => {
+            spark.read
+              .format("delta")
+              .load(r.path)
+              .where("id > 2")
+              .write
+              .format("delta")
+              .mode("overwrite")
+              .save(r.path)
+            None
+          }
+        ),
+        statement(
+          "VACUUM RETAIN 0 HOURS",
+          "VACUUM {t} RETAIN 0 HOURS",
+          Seq("spark.databricks.delta.retentionDurationCheck.enabled" -> "false")
+        ),
+        Step(
+          "SHALLOW CLONE",
+          r => sql(s"CREATE TABLE delta.`${r.other("clone")}` SHALLOW CLONE delta.`${r.path}`")
+        ),
+        Step(
+          "DeltaTable clone",
+          r => { DeltaTable.forPath(spark, r.path).clone(r.other("clone2"), true); None }
+        ),
+        statement("CREATE OR REPLACE TABLE {t} USING delta AS SELECT id, v FROM {t} WHERE id > 1"),
+        Step(
+          "overwrite with overwriteSchema",
+          r => {
+            spark
+              .range(3)
+              .selectExpr("id", "'o' AS w")
+              .write
+              .format("delta")
+              .mode("overwrite")
+              .option("overwriteSchema", "true")
+              .save(r.path)
+            None
+          }
+        ),
+        statement("CREATE OR REPLACE TABLE {t} (a INT) USING delta")
+      ),
+      targets = Seq("t", "clone", "clone2"),
+      readsThrough = true
     ),
-    // UPDATE, DELETE
-    onTable("UPDATE", Plain, "UPDATE {t} SET v = 'u' WHERE id > 3"),
-    onTable("UPDATE, deletion vectors", Dv, "UPDATE {t} SET v = 'u' WHERE id > 3"),
-    onTable("DELETE", Plain, "DELETE FROM {t} WHERE id = 2"),
-    onTable("DELETE, deletion vectors", Dv, "DELETE FROM {t} WHERE id = 2"),
-    Command(
-      "DeltaTable update and delete",
+    Case(
+      "MERGE with clauses, DELETE, the DeltaTable API, REORG PURGE: deletion vectors",
       Dv,
-      r => {
-        val t = DeltaTable.forPath(spark, r.path)
-        t.update(
-          org.apache.spark.sql.functions.expr("id = 1"),
-          Map("v" -> org.apache.spark.sql.functions.lit("api"))
-        )
-        t.delete("id = 5")
-        None
-      }
-    ),
-    // INSERT
-    onTable(
-      "INSERT INTO",
-      Plain,
-      "INSERT INTO {t} VALUES (9, 'i', named_struct('x', 90, 'y', 'y9'))"
-    ),
-    Command(
-      "INSERT INTO ... SELECT from the table itself",
-      Plain,
-      r =>
-        sql(
-          s"INSERT INTO delta.`${r.path}` SELECT id + 100, v, st FROM delta.`${r.path}` WHERE id > 2"
+      Seq(
+        Step(
+          "MERGE with DELETE and NOT MATCHED BY SOURCE clauses",
+          r =>
+            sql(
+              s"MERGE INTO delta.`${r.path}` t USING $SrcPlain s ON t.id = s.id " +
+                "WHEN MATCHED AND s.id = 2 THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v " +
+                "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE AND t.id > 4 THEN DELETE"
+            )
         ),
-      readsThrough = true
-    ),
-    onTable(
-      "INSERT OVERWRITE",
-      Partitioned,
-      "INSERT OVERWRITE {t} SELECT id + 10, v, p FROM {t} WHERE p = 'x'"
-    ),
-    onTable(
-      "INSERT INTO ... REPLACE WHERE",
-      Partitioned,
-      "INSERT INTO {t} REPLACE WHERE p = 'x' SELECT 100, 'r', 'x'"
-    ),
-    onTable(
-      "INSERT into a table with a generated column",
-      Generated,
-      "INSERT INTO {t} (id, v) VALUES (3, 'c')"
-    ),
-    onTable(
-      "INSERT that violates a CHECK constraint",
-      Generated,
-      "INSERT INTO {t} (id, v) VALUES (-1, 'bad')"
-    ),
-    Command(
-      "INSERT into a temp view over a format(\"delta\") read",
-      Plain,
-      r => {
-        spark.read.format("delta").load(r.path).createOrReplaceTempView("cm_view")
-        sql("INSERT INTO cm_view VALUES (8, 'h', named_struct('x', 80, 'y', 'y8'))")
-      }
-    ),
-    // DataFrame writes
-    Command(
-      "append with mergeSchema",
-      Plain,
-      r => {
-        spark
-          .table(SrcEvolved)
-          .write
-          .format("delta")
-          .mode("append")
-          .option("mergeSchema", "true")
-          .save(r.path)
-        None
-      }
-    ),
-    Command(
-      "overwrite with overwriteSchema",
-      Plain,
-      r => {
-        spark
-          .range(3)
-          .selectExpr("id", "'o' AS w")
-          .write
-          .format("delta")
-          .mode("overwrite")
-          .option("overwriteSchema", "true")
-          .save(r.path)
-        None
-      }
-    ),
-    Command(
-      "read the table and overwrite it",
-      Plain,
-      r => {
-        spark.read
-          .format("delta")
-          .load(r.path)
-          .where("id > 2")
-          .write
-          .format("delta")
-          .mode("overwrite")
-          .save(r.path)
-        None
-      },
-      readsThrough = true
-    ),
-    Command(
-      "CREATE OR REPLACE TABLE ... AS SELECT from itself",
-      Plain,
-      r =>
-        sql(
-          s"CREATE OR REPLACE TABLE delta.`${r.path}` USING delta AS SELECT id, v FROM delta.`${r.path}` WHERE id > 1"
+        statement("DELETE FROM {t} WHERE id = 3"),
+        Step(
+          "DeltaTable update and delete",
+          r => {
+            val t = DeltaTable.forPath(spark, r.path)
+            t.update(
+              org.apache.spark.sql.functions.expr("id = 1"),
+              Map("v" -> org.apache.spark.sql.functions.lit("api"))
+            )
+            t.delete("id = 4")
+            None
+          }
         ),
-      readsThrough = true
+        statement("REORG TABLE {t} APPLY (PURGE)")
+      )
     ),
-    onTable(
-      "CREATE OR REPLACE TABLE with a new schema",
-      Plain,
-      "CREATE OR REPLACE TABLE {t} (a INT) USING delta"
-    ),
-    // RESTORE, CLONE, CONVERT
-    onTable("RESTORE TABLE", Plain, "RESTORE TABLE {t} TO VERSION AS OF 1"),
-    Command(
-      "DeltaTable restoreToVersion",
-      Plain,
-      r => Some(DeltaTable.forPath(spark, r.path).restoreToVersion(1))
-    ),
-    Command(
-      "SHALLOW CLONE",
-      Plain,
-      r => sql(s"CREATE TABLE delta.`${r.other("clone")}` SHALLOW CLONE delta.`${r.path}`"),
-      target = _.other("clone")
-    ),
-    Command(
-      "DeltaTable clone",
-      Plain,
-      r => { DeltaTable.forPath(spark, r.path).clone(r.other("clone"), true); None },
-      target = _.other("clone")
-    ),
-    Command("CONVERT TO DELTA", Parquet, r => sql(s"CONVERT TO DELTA parquet.`${r.path}`")),
-    // OPTIMIZE, REORG, VACUUM
-    onTable("OPTIMIZE", Plain, "OPTIMIZE {t}"),
-    onTable("OPTIMIZE ZORDER BY", Plain, "OPTIMIZE {t} ZORDER BY (id)"),
-    onTable("OPTIMIZE a liquid-clustered table", Clustered, "OPTIMIZE {t}"),
-    Command(
-      "DeltaTable optimize",
-      Plain,
-      r => Some(DeltaTable.forPath(spark, r.path).optimize().executeCompaction())
-    ),
-    Command(
-      "DELETE, then REORG TABLE ... APPLY (PURGE)",
-      Dv,
-      r => {
-        spark.sql(s"DELETE FROM delta.`${r.path}` WHERE id = 2").collect()
-        sql(s"REORG TABLE delta.`${r.path}` APPLY (PURGE)")
-      }
-    ),
-    Command(
-      "overwrite, then VACUUM RETAIN 0 HOURS",
-      Plain,
-      r => {
-        spark
-          .range(2)
-          .selectExpr("id", "'n' AS v", "named_struct('x', id, 'y', 'n') AS st")
-          .write
-          .format("delta")
-          .mode("overwrite")
-          .save(r.path)
-        sql(s"VACUUM delta.`${r.path}` RETAIN 0 HOURS")
-      },
-      conf = Seq("spark.databricks.delta.retentionDurationCheck.enabled" -> "false")
-    ),
-    // ALTER TABLE
-    onTable("ALTER TABLE ADD COLUMNS", Plain, "ALTER TABLE {t} ADD COLUMNS (w INT)"),
-    onTable("ALTER TABLE DROP COLUMN, column mapping", Mapped, "ALTER TABLE {t} DROP COLUMN v"),
-    onTable(
-      "ALTER TABLE RENAME COLUMN, column mapping",
+    Case(
+      "ALTER TABLE DROP and RENAME COLUMN: column mapping",
       Mapped,
-      "ALTER TABLE {t} RENAME COLUMN v TO w"
+      Seq(
+        statement("ALTER TABLE {t} DROP COLUMN v"),
+        statement(s"INSERT INTO {t} VALUES (9, $plainRow)"),
+        statement("ALTER TABLE {t} RENAME COLUMN st TO s2")
+      )
     ),
-    onTable(
-      "ALTER TABLE DROP COLUMN without column mapping (an error)",
-      Plain,
-      "ALTER TABLE {t} DROP COLUMN v"
+    Case(
+      "OPTIMIZE and ALTER TABLE CLUSTER BY: liquid clustering",
+      Clustered,
+      Seq(
+        statement("OPTIMIZE {t}"),
+        statement("ALTER TABLE {t} CLUSTER BY (v)"),
+        statement(s"INSERT INTO {t} VALUES (9, 'i', $plainRow)"),
+        statement("OPTIMIZE {t}")
+      )
     ),
-    onTable("ALTER TABLE CLUSTER BY", Clustered, "ALTER TABLE {t} CLUSTER BY (v)"),
-    onTable(
-      "ALTER TABLE SET TBLPROPERTIES",
-      Plain,
-      "ALTER TABLE {t} SET TBLPROPERTIES ('delta.logRetentionDuration' = '10 days')"
+    Case(
+      "INSERT OVERWRITE and REPLACE WHERE: partitions",
+      Partitioned,
+      Seq(
+        statement("INSERT OVERWRITE {t} SELECT id + 10, v, p FROM {t} WHERE p = 'x'"),
+        statement("INSERT INTO {t} REPLACE WHERE p = 'y' SELECT 100, 'r', 'y'")
+      )
     ),
-    onTable(
-      "ALTER TABLE DROP FEATURE deletionVectors",
-      Dv,
-      "ALTER TABLE {t} DROP FEATURE deletionVectors"
+    Case(
+      "INSERT with a generated column and a CHECK constraint",
+      Generated,
+      Seq(
+        statement("INSERT INTO {t} (id, v) VALUES (3, 'c')"),
+        statement("INSERT INTO {t} (id, v) VALUES (-1, 'bad')")
+      )
     ),
-    // the DeltaTable API's reads
-    Command(
-      "DeltaTable history",
-      Plain,
-      r => Some(DeltaTable.forPath(spark, r.path).history().drop("timestamp"))
-    ),
-    Command("DeltaTable detail", Plain, r => Some(DeltaTable.forPath(spark, r.path).detail())),
-    Command(
-      "DeltaTable forName merge",
-      Plain,
-      r =>
-        named(r, "cm_api_target") {
-          DeltaTable
-            .forName(spark, "cm_api_target")
-            .as("t")
-            .merge(spark.table(SrcPlain).as("s"), "t.id = s.id")
-            .whenMatched()
-            .updateAll()
-            .whenNotMatched()
-            .insertAll()
-            .execute()
-          None
-        }
-    ),
-    // streams into the table
-    Command(
-      "a stream appending to the table",
-      Plain,
-      r => {
-        val source = deltaSource(r, SrcPlain)
-        spark.readStream
-          .format("delta")
-          .load(source)
-          .writeStream
-          .format("delta")
-          .option("checkpointLocation", r.other("checkpoint"))
-          .trigger(Trigger.AvailableNow())
-          .start(r.path)
-          .awaitTermination()
-        None
-      },
-      readsThrough = true
+    Case(
+      "CONVERT TO DELTA, then an INSERT",
+      Parquet,
+      Seq(
+        Step("CONVERT TO DELTA", r => sql(s"CONVERT TO DELTA parquet.`${r.path}`")),
+        statement("INSERT INTO {t} VALUES (9, 'i')")
+      )
     )
   )
 
+  /**
+   * A version of the history: operation, parameters and metrics other than times and sizes (the
+   * bytes of a compacted or Z-ordered file depend on the order it read its files in, which varies
+   * run to run where files are of one size; so do the sizes of later commands that remove it).
+   */
   private def historyLine(r: Row): String = {
     def sortedMap(i: Int, keep: String => Boolean) =
       r.getMap[String, String](i).toSeq.filter(kv => keep(kv._1)).sorted.mkString("{", ",", "}")
-    val metrics = sortedMap(3, k => !k.toLowerCase(java.util.Locale.ROOT).contains("time"))
+    val metrics = sortedMap(3, k => !Varying.pattern.matcher(k).find())
     s"v${r.getLong(0)} ${r.getString(1)} ${sortedMap(2, _ => true)} $metrics"
   }
 }
 
 object CommandMatrix {
   val EnabledKey = "spark.deltareplay.enabled"
+
+  /** When a run reads its table through this connector: before which commands (by index). */
+  sealed abstract class Reads(description: String) {
+    def before(step: Int): Boolean
+    override def toString: String = description
+  }
+
+  object Reads {
+    case object Never extends Reads("table not read") { def before(step: Int) = false }
+    case object Always extends Reads("table read before each command") {
+      def before(step: Int) = true
+    }
+    case object Alternately extends Reads("table read before every other command") {
+      def before(step: Int): Boolean = step % 2 == 1
+    }
+  }
 
   /**
    * The three MERGE sources, as temp views: with a new column and struct field, struct only, none.
@@ -635,12 +640,15 @@ object CommandMatrix {
 
   private val ExprId = "#[0-9]+".r
   private val Uuid = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}".r
+
+  /** Keys of values that vary run to run: times, and sizes (see `historyLine`). */
+  private val Varying = "(?i)(time|createdAt|lastModified|size|bytes|^min$|^max$|^avg$)".r
   private val Times =
-    """"(\w*(?:[Tt]ime|createdAt|lastModified)\w*)":("[^"]*"|-?[0-9.Ee+-]+|null)""".r
+    """"(\w*(?:[Tt]ime|createdAt|lastModified|[Ss]ize|[Bb]ytes)\w*|min|max|avg)":("[^"]*"|-?[0-9.Ee+-]+|null)""".r
 
   /**
    * A line of an answer or history with the run's directory, ids (UUIDs, expression ids of
-   * predicates) and times taken out.
+   * predicates), times and sizes taken out.
    */
   def normalize(line: String, dir: File): String = {
     val d = dir.getCanonicalPath

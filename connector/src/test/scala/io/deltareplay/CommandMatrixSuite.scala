@@ -2,7 +2,7 @@ package io.deltareplay
 
 import org.scalatest.funsuite.AnyFunSuite
 
-/** [[CommandMatrix]] on the `local[2]` session: every command, every run. */
+/** [[CommandMatrix]] on the `local[2]` session: every case, every run. */
 class CommandMatrixSuite extends AnyFunSuite with CommandMatrix {
-  registerCommands(commands)
+  registerCases(cases)
 }

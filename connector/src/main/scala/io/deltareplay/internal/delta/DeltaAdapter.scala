@@ -256,6 +256,13 @@ private[deltareplay] object DeltaAdapter {
     if (rewrites) DeltaErrors.deltaSourceIgnoreChangesError(version, removedFile, tablePath)
     else DeltaErrors.deltaSourceIgnoreDeleteError(version, removedFile, tablePath)
 
+  /**
+   * The table of the delta-spark transaction running on this thread (a command between its start
+   * and its commit: the reads it plans register with it), as a qualified path string.
+   */
+  def activeTransactionTable: Option[String] =
+    org.apache.spark.sql.delta.OptimisticTransaction.getActive().map(_.deltaLog.dataPath.toString)
+
   /** Whether `plan` is delta-spark's unconverted DSv2 relation of a read. */
   def isDeltaV2Relation(plan: LogicalPlan): Boolean = plan match {
     case r: DataSourceV2Relation => r.table.isInstanceOf[DeltaTableV2]

@@ -1,7 +1,6 @@
 package io.deltareplay.internal.routing
 
 import io.deltareplay.internal.scan.DeltaReplayTable
-import io.deltareplay.{DeltaReplayOptions, DeltaReplaySource}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.{
   AnalysisHelper,
@@ -14,7 +13,6 @@ import org.apache.spark.sql.catalyst.plans.logical.{
 }
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
 /**
@@ -62,18 +60,8 @@ private[deltareplay] case class ReturnWriteTargets(spark: SparkSession) extends 
 
   private def toDeltaSpark(plan: LogicalPlan): LogicalPlan =
     AnalysisHelper.allowInvokingTransformsInAnalyzer {
-      plan.transformUp { case r @ DataSourceV2Relation(t: DeltaReplayTable, _, _, _, _, _) =>
-        val read = spark.read
-          .format("delta")
-          .options(DeltaReplaySource.timeTravel(t.options))
-          .option(DeltaReplayOptions.RouteOption, "false")
-          .load(t.snapshot.table)
-        // the bare relation: Spark adds its read-side projections (char padding) above both
-        read.queryExecution.analyzed.collectFirst { case rel: LogicalRelation => rel } match {
-          case Some(rel) if rel.output.map(_.name) == r.output.map(_.name) =>
-            rel.copy(output = r.output)
-          case _ => r
-        }
+      plan.transformUp { case r @ DataSourceV2Relation(_: DeltaReplayTable, _, _, _, _, _) =>
+        RouteDeltaReads.deltaSparkRelation(spark, r)
       }
     }
 }

@@ -15,7 +15,7 @@ import io.deltareplay.DeltaReplayOptions
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SubqueryExpression}
-import org.apache.spark.sql.catalyst.plans.logical.{Command, LeafNode, LogicalPlan}
+import org.apache.spark.sql.catalyst.plans.logical.{AnalysisHelper, Command, LeafNode, LogicalPlan}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
@@ -31,6 +31,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
  */
 private[deltareplay] object RouteDeltaReads extends Logging {
 
+  /** Whether two qualified table paths name one table. */
+  def sameTable(a: String, b: String): Boolean =
+    new org.apache.hadoop.fs.Path(a).toUri.normalize == new org.apache.hadoop.fs.Path(
+      b
+    ).toUri.normalize
+
   /** A read of this connector being resolved anew: [[RouteDeltaReads.resolveNewest]]'s marker. */
   private[routing] final case class Resolving(relation: DataSourceV2Relation) extends LeafNode {
     override def output: Seq[Attribute] = relation.output
@@ -38,6 +44,25 @@ private[deltareplay] object RouteDeltaReads extends Logging {
 
   /** The user's read options, tagged on delta-spark's DSv2 relation before it is converted. */
   val ReadOptionsTag: TreeNodeTag[Map[String, String]] = TreeNodeTag("deltareplay.readOptions")
+
+  /**
+   * delta-spark's relation of the table `r` reads (same version when it travels in time), with
+   * `r`'s output attributes; `r` itself when delta-spark's columns are not the same.
+   */
+  def deltaSparkRelation(spark: SparkSession, r: DataSourceV2Relation): LogicalPlan = {
+    val t = r.table.asInstanceOf[DeltaReplayTable]
+    val read = spark.read
+      .format("delta")
+      .options(io.deltareplay.DeltaReplaySource.timeTravel(t.options))
+      .option(DeltaReplayOptions.RouteOption, "false")
+      .load(t.snapshot.table)
+    // the bare relation: Spark adds its read-side projections (char padding) above both
+    read.queryExecution.analyzed.collectFirst { case rel: LogicalRelation => rel } match {
+      case Some(rel) if rel.output.map(_.name) == r.output.map(_.name) =>
+        rel.copy(output = r.output)
+      case _ => r
+    }
+  }
 
   /** The read options this connector takes (routing and path options dropped). */
   def connectorOptions(options: Map[String, String]): Map[String, String] =
@@ -95,9 +120,32 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
    */
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (plan.exists(_.isInstanceOf[Command])) return plan
-    val newest = new Newest
-    val routed = if (ReadConf.routingEnabled(spark)) route(plan, None, newest) else plan
-    resolveNewest(routed, newest)
+    DeltaAdapter.activeTransactionTable match {
+      case Some(table) => inTransaction(plan, table)
+      case None =>
+        val newest = new Newest
+        val routed = if (ReadConf.routingEnabled(spark)) route(plan, None, newest) else plan
+        resolveNewest(routed, newest)
+    }
+  }
+
+  /**
+   * A plan normalized while a delta-spark command's transaction is open on this thread (the
+   * command's own queries: an INSERT's or MERGE's source, an overwrite's data): delta-spark's reads
+   * stay delta-spark's, which pin each table's version for the transaction and register reads of
+   * its own table with it (they decide its conflicts and whether it is a blind append). A read of
+   * this connector of the transaction's table is given back to delta-spark for the same reason;
+   * reads of other tables resolve as outside a transaction.
+   */
+  private def inTransaction(plan: LogicalPlan, table: String): LogicalPlan = {
+    val own = plan.transformDownWithSubqueries {
+      case r @ DataSourceV2Relation(t: DeltaReplayTable, _, _, _, _, _)
+          if RouteDeltaReads.sameTable(t.snapshot.table, table) =>
+        AnalysisHelper.allowInvokingTransformsInAnalyzer(
+          RouteDeltaReads.deltaSparkRelation(spark, r)
+        )
+    }
+    resolveNewest(own, new Newest)
   }
 
   /**
