@@ -21,7 +21,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from delta_replay_bench.replay.bench import ReplayConfig, _with_layout, layout_tables
+from delta_replay_bench.replay.bench import _with_layout, layout_tables
+from delta_replay_bench.replay.cli import ReplayConfig
 from delta_replay_bench.replay.layouts import LAYOUTS, LONG_TAIL, NAMES, layout, parse_layouts
 from delta_replay_bench.synth import SynthSpec, generate, manifest
 from pyspark.sql import SparkSession

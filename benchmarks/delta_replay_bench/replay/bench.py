@@ -11,7 +11,8 @@ temporary directory. Writes ``<date>-<host>.json``, a markdown report and PNG pl
 127.0.0.1 serves the cached tables (:mod:`.store`), Spark reads them through S3A and delta-rs
 through its object store, and every measure records the requests the server saw.
 
-The command line (defaults, :class:`ReplayConfig`, the argument parser) is :mod:`.cli`.
+The command line (defaults, :class:`ReplayConfig`, the options) is :mod:`.cli`; :func:`register`
+(the entry point ``delta_replay_bench.replay.bench:register``) adds the command with them.
 """
 
 from __future__ import annotations
@@ -27,20 +28,22 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_replay.cli_support import claim_work_dir
 
 from ..synth import spec_args
 from . import store as s3
-from .cli import CLUSTER_READERS, FULL_SIZES, MEASURES, QUICK_FILES, ReplayConfig
-from .cli import register as register  # the entry point: delta_replay_bench.replay.bench:register
+from .cli import CLUSTER_READERS, FULL_SIZES, MEASURES, QUICK_FILES, ReplayConfig, add_arguments
 from .layouts import DEFAULT as DEFAULT_LAYOUT
 from .layouts import layout as layout_of
 from .layouts import query as layout_query
 from .layouts import query_rows as layout_query_rows
 from .processes import generate_table, run_job
 from .report import heap_figure
+
+if TYPE_CHECKING:
+    from delta_replay.cli_support import CommandRegistry
 
 Save = Callable[[list[dict[str, Any]]], None]
 
@@ -232,10 +235,9 @@ def run_quick(
     """
     from delta_replay.session import default_jvm_log, local_session
 
-    from ..synth import SynthSpec, generate, manifest
+    from ..synth import SynthSpec, generate, manifest, real_table
     from . import measure
     from .readers import switched
-    from .tables import real_table
     from .worker import deltars_job
 
     launched = time.time()
@@ -431,3 +433,16 @@ def run(namespace: argparse.Namespace) -> int:
     if failed:
         _say(f"{len(failed)} cell(s) failed, ran out of memory or timed out: exit 1")
     return 1 if failed else 0
+
+
+def register(registry: CommandRegistry) -> None:
+    """Adds ``delta-replay bench replay`` (its options: :func:`.cli.add_arguments`)."""
+    parser = registry.add(
+        "bench",
+        "replay",
+        "log replay and planning cost of every reader, side by side",
+        run,
+        requires=("pyarrow", "matplotlib", "deltalake"),
+        install="pip install './benchmarks[bench]' in a checkout (delta-replay-bench)",
+    )
+    add_arguments(parser)

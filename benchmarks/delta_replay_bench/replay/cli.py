@@ -1,29 +1,31 @@
-"""The command line of ``delta-replay bench replay``: its defaults, the parsed run, the parser.
+"""The command line of ``delta-replay bench replay``: its defaults, the parsed run, the arguments.
 
 The sizes, measures and readers a run defaults to (``FULL_SIZES``, ``QUICK_FILES``,
 ``MEASURES``, ``STORE_MEASURES``, ``CLUSTER_READERS``); :class:`ReplayConfig`, one run typed
-and resolved from the parsed arguments; and :func:`register`, which adds the command and its
-arguments to ``delta-replay``. The runner itself is :func:`delta_replay_bench.replay.bench.run`:
-``register`` imports it when it is called (``bench`` imports this module, not the other way
-round at import time), and ``bench`` imports ``ReplayConfig``, ``register`` and the
-constants it runs with from here, so the entry point
-``delta_replay_bench.replay.bench:register`` and the names imported from ``bench`` still work.
+and resolved from the parsed arguments; and :func:`add_arguments`, the command's options. The
+runner, :mod:`.bench`, imports this module (never the other way round) and adds the command to
+``delta-replay`` with these arguments (``bench.register``, the entry point).
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+from delta_replay.cli_support import (
+    comma_list,
+    existing_file,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    share,
+)
 
 from . import store as s3
 from .layouts import DEFAULT as DEFAULT_LAYOUT
 from .layouts import help_text as layouts_help
 from .layouts import parse_layouts
 from .readers import READERS, STREAM_READERS
-
-if TYPE_CHECKING:
-    from delta_replay.cli_support import CommandRegistry
 
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_FILES = 10_000
@@ -110,26 +112,8 @@ class ReplayConfig:
         )
 
 
-def register(registry: CommandRegistry) -> None:
-    from delta_replay.cli_support import (
-        comma_list,
-        existing_file,
-        non_negative_int,
-        positive_float,
-        positive_int,
-        share,
-    )
-
-    from .bench import run
-
-    parser = registry.add(
-        "bench",
-        "replay",
-        "log replay and planning cost of every reader, side by side",
-        run,
-        requires=("pyarrow", "matplotlib", "deltalake"),
-        install="pip install './benchmarks[bench]' in a checkout (delta-replay-bench)",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``bench replay`` (:meth:`ReplayConfig.from_args` reads what they parse)."""
     parser.add_argument(
         "--quick", action="store_true", help="one JVM, one 10K-file table in a temporary directory"
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .layouts import DEFAULT, NAMES, layout
+from .plotting import Bar, reader_bars
 from .readers import BATCH_READERS, ROUTED, STREAM_READERS
 from .rows import Row, auto_reader, dig, quotient, ratio, short_error, target
 
@@ -230,56 +231,25 @@ def layout_plot(rows: list[Row], name: str, stem: Path) -> Path | None:
     mine = [r for r in rows_of(rows, name) if r["master"] == "local[2]"]
     if not mine:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     big = max(int(r["files"]) for r in mine)
     at = _reader_order([r for r in mine if int(r["files"]) == big])
     columns = [
         *[(title, m, f) for title, m, f in COLUMNS if not f.endswith("_mb")],
         ("stream: first micro-batch (s)", "stream", "first_batch_s"),
     ]
-    groups: dict[str, list[tuple[int, float]]] = {}
+    groups: dict[str, list[Bar]] = {}
     for r in at:
         bars = groups.setdefault(r["reader"] + (" (stream)" if r["kind"] == "stream" else ""), [])
         for n, (_, measure, field) in enumerate(columns):
             part = _part(r, measure)
             value = _num(part.get(field)) if isinstance(part, dict) else None
             if value is not None and value > 0:
-                bars.append((n, value))
-    groups = {k: v for k, v in groups.items() if v}
-    if not groups:
+                bars.append((n, value, None))
+    if not any(groups.values()):
         return None
-    slots = sum(len(v) for v in groups.values()) + len(groups)
-    fig, ax = plt.subplots(figsize=(9, 0.28 * slots + 2.2))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    y = 0.0
-    ticks: list[float] = []
-    shown: set[int] = set()
-    for bars in groups.values():
-        ticks.append(y + (len(bars) - 1) / 2)
-        for n, value in bars:
-            ax.barh(
-                [y],
-                [value],
-                height=0.9,
-                color=colors[n % len(colors)],
-                label=columns[n][0] if n not in shown else None,
-            )
-            shown.add(n)
-            y += 1
-        y += 1
-    ax.set_yticks(ticks)
-    ax.set_yticklabels(list(groups), fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel(f"seconds (log), layout {name}, {big:,} files")
-    ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.0 + 2.0 / (slots + 8)), ncol=3)
-    fig.tight_layout()
-    target_png = stem.with_name(f"{stem.name}-layout-{name}.png")
-    fig.savefig(target_png, dpi=110)
-    plt.close(fig)
-    return target_png
+    return reader_bars(
+        groups,
+        [title for title, _, _ in columns],
+        f"seconds (log), layout {name}, {big:,} files",
+        stem.with_name(f"{stem.name}-layout-{name}.png"),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .plotting import Bar, reader_bars
 from .readers import BATCH_READERS
 from .rows import Row, auto_reader, dig, quotient, ratio, short_error, tables_of, target
 
@@ -185,11 +186,6 @@ def store_plot(rows: list[Row], stem: Path) -> Path | None:
     sizes = [int(r["files"]) for r in rows if r["table"] == "synthetic"]
     if not sizes:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     big = max(sizes)
     mine = [r for r in rows if r["table"] == "synthetic" and int(r["files"]) == big]
     columns = [
@@ -200,8 +196,8 @@ def store_plot(rows: list[Row], stem: Path) -> Path | None:
     def label(r: Row) -> str:
         return r["reader"] + (" (stream)" if r["kind"] == "stream" else "")
 
-    # per reader, the bars it has: (column, seconds, total requests)
-    groups: dict[str, list[tuple[int, float, Any]]] = {}
+    # per reader, the bars it has: (column, seconds, total requests on it)
+    groups: dict[str, list[Bar]] = {}
     for r in mine:
         bars = groups.setdefault(label(r), [])
         for n, (_, measure, field, req) in enumerate(columns):
@@ -209,46 +205,10 @@ def store_plot(rows: list[Row], stem: Path) -> Path | None:
             value = part.get(field) if isinstance(part, dict) else None
             if isinstance(value, (int, float)) and value > 0:
                 total = (part.get(req) or {}).get("total") if isinstance(part, dict) else None
-                bars.append((n, float(value), total))
-    groups = {k: v for k, v in groups.items() if v}
-    slots = sum(len(v) for v in groups.values()) + len(groups)
-    fig, ax = plt.subplots(figsize=(9, 0.28 * slots + 2.2))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    y = 0.0
-    ticks: list[float] = []
-    shown: set[int] = set()
-    for bars in groups.values():
-        ticks.append(y + (len(bars) - 1) / 2)
-        for n, value, total in bars:
-            title = columns[n][0]
-            (bar,) = ax.barh(
-                [y],
-                [value],
-                height=0.9,
-                color=colors[n % len(colors)],
-                label=title if n not in shown else None,
-            )
-            shown.add(n)
-            if total is not None:
-                ax.annotate(
-                    f"{total} req",
-                    (bar.get_width(), bar.get_y() + bar.get_height() / 2),
-                    xytext=(3, 0),
-                    textcoords="offset points",
-                    va="center",
-                    fontsize=7,
-                )
-            y += 1
-        y += 1
-    ax.set_yticks(ticks)
-    ax.set_yticklabels(list(groups), fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel(f"seconds (log), {big:,}-file synthetic table on the store")
-    ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 1.0 + 2.0 / (slots + 8)), ncol=3)
-    fig.tight_layout()
-    target = stem.with_name(f"{stem.name}-store.png")
-    fig.savefig(target, dpi=110)
-    plt.close(fig)
-    return target
+                bars.append((n, float(value), None if total is None else f"{total} req"))
+    return reader_bars(
+        groups,
+        [title for title, _, _, _ in columns],
+        f"seconds (log), {big:,}-file synthetic table on the store",
+        stem.with_name(f"{stem.name}-store.png"),
+    )

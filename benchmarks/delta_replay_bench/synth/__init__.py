@@ -29,10 +29,13 @@ holding the ids its stats claim, so ``WHERE id = probe_id`` returns one row
 whatever a reader skips. Without data (the default) readers can only plan.
 
 Tables are cached under a directory keyed by their parameters; the manifest
-(``_synth_done.json``) is written last and marks a complete table.
+(``_synth_done.json``) is written last and marks a complete table. The benchmark's one table
+that is not synthetic, N files from real delta-spark appends (:func:`real_table`, ``--real``),
+is cached and described the same way.
 """
 
 from .generator import append_commit, generate, main, manifest, repair, table_version
+from .real import real_table
 from .spec import (
     CHECKPOINT_POLICIES,
     CHECKPOINT_WRITERS,
@@ -54,6 +57,7 @@ __all__ = [
     "generate",
     "main",
     "manifest",
+    "real_table",
     "repair",
     "spec_args",
     "table_version",

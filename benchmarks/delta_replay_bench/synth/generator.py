@@ -29,6 +29,7 @@ from .log import (
     _tail_commits,
     _write_commit,
 )
+from .real import real_table
 from .spec import (
     _DONE,
     _EPOCH_MS,
@@ -267,8 +268,6 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session("bench-synth", connector=False, driver_memory=args.driver_memory)
     try:
         if args.real:
-            from ..replay.tables import real_table
-
             table = real_table(spark, args.files, Path(args.root))
         else:
             spec = SynthSpec(

@@ -1,4 +1,6 @@
-"""Tables of the replay benchmark besides the synthetic ones: real delta-spark appends."""
+"""The benchmark's table that is not synthetic: N files from real delta-spark appends
+(``python -m delta_replay_bench.synth --real``), cached and described by a manifest like the
+synthetic ones (:func:`.generator.manifest` reads it)."""
 
 from __future__ import annotations
 
@@ -8,17 +10,18 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .spec import _DONE
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-_DONE = "_synth_done.json"  # the same manifest name as synthetic tables
-ROWS_PER_FILE = 100
+ROWS_PER_REAL_FILE = 100  # a synthetic table's files hold ROWS_PER_FILE (spec) rows
 
 
 def real_table(spark: SparkSession, files: int, root: Path, *, files_per_append: int = 200) -> Path:
     """A table of ``files`` live files from real delta-spark appends (cached under ``root``).
 
-    Each append writes ``files_per_append`` files of ``ROWS_PER_FILE`` rows with contiguous
+    Each append writes ``files_per_append`` files of ``ROWS_PER_REAL_FILE`` rows with contiguous
     ids, so ``WHERE id = probe_id`` lives in exactly one file; delta-spark writes its own
     checkpoints (every 10 commits) and the commits after the last one form the tail.
     """
@@ -37,8 +40,8 @@ def real_table(spark: SparkSession, files: int, root: Path, *, files_per_append:
     appends = 0
     while written < files:
         batch = min(files_per_append, files - written)
-        first = written * ROWS_PER_FILE
-        spark.range(first, first + batch * ROWS_PER_FILE, 1, batch).selectExpr(
+        first = written * ROWS_PER_REAL_FILE
+        spark.range(first, first + batch * ROWS_PER_REAL_FILE, 1, batch).selectExpr(
             "id", "concat('v', cast(id AS string)) AS value"
         ).write.format("delta").mode("append").save(str(table))
         written += batch
@@ -52,8 +55,8 @@ def real_table(spark: SparkSession, files: int, root: Path, *, files_per_append:
         "synthetic": False,
         "data": True,
         "partitioned": False,
-        "probe_id": (files // 2) * ROWS_PER_FILE + 7,
-        "expected_rows": files * ROWS_PER_FILE,
+        "probe_id": (files // 2) * ROWS_PER_REAL_FILE + 7,
+        "expected_rows": files * ROWS_PER_REAL_FILE,
         "dv_files": 0,
         "dim": None,
         "log_bytes": sum(f.stat().st_size for f in (table / "_delta_log").iterdir() if f.is_file()),
