@@ -1,7 +1,6 @@
 package io.deltareplay
 
-import io.deltareplay.internal.planning.MetadataAggregates.StatsAggregateScan
-import io.deltareplay.internal.scan.DeltaReplayScan
+import io.deltareplay.internal.scan.{DeltaReplayScan, StatsAggregateScan}
 import org.apache.spark.sql.Dataset
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}

@@ -20,6 +20,22 @@ import scala.util.Try
  * }}}
  */
 object DeltaReplayOptions {
+
+  /** A setting with a few named values. */
+  private[deltareplay] trait Named { def name: String }
+
+  private[deltareplay] object Named {
+
+    /** The choice named `value` (any case); an error naming `key` and the choices otherwise. */
+    def parse[T <: Named](key: String, value: String, choices: Seq[T]): T = {
+      val wanted = value.trim.toLowerCase(Locale.ROOT)
+      choices.find(_.name == wanted).getOrElse {
+        val names = choices.map(_.name)
+        throw Errors.badOption(key, wanted, names.init.mkString(", ") + " or " + names.last)
+      }
+    }
+  }
+
   val SessionPrefix = "spark.deltareplay."
 
   // --- names (see [[Settings]] for what each does)

@@ -1,10 +1,11 @@
 package io.deltareplay
 
+import io.deltareplay.internal.replay.TailPrefetch
 import java.util
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.log.{TableSnapshot, TailPrefetch}
+import io.deltareplay.internal.log.TableSnapshot
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.scan.DeltaReplayTable
 import org.apache.spark.sql.SparkSession
@@ -78,8 +79,8 @@ private[deltareplay] object DeltaReplaySource {
       }
     }
     val timestamp = Option(ci.get(DeltaReplayOptions.TimestampAsOf))
-    val snapshot = TableSnapshot.load(spark, path, version, timestamp, conf)
-    TailPrefetch.start(spark, snapshot, withStats = true, conf)
+    val snapshot = TableSnapshot.load(spark, path, version, timestamp, conf.log)
+    TailPrefetch.start(spark, snapshot, withStats = true, conf.replay)
     snapshot
   }
 

@@ -120,7 +120,8 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
         assert(metrics("local").logSegment.contains("v2 checkpoint"), metrics("local").logSegment)
         assertLiveFilesMatch(path, latestVersion(path))
         // `auto` weighs the sidecars too: the listing sees only the top-level file
-        val listed = internal.log.TableSnapshot.load(spark, path, None, None, sessionConf).segment
+        val listed =
+          internal.log.TableSnapshot.load(spark, path, None, None, sessionConf.log).segment
         val sidecars = new File(path, "_delta_log/_sidecars").listFiles().map(_.length).sum
         val between = listed.totalBytes + sidecars / 2
         withConf("spark.deltareplay.replay.distributedThresholdBytes" -> between.toString) {

@@ -154,10 +154,11 @@ class CheckpointReadSuite extends AnyFunSuite with DeltaOracle {
           .save(path)
       // the partition fields every add of the newest checkpoint has a value in, by its footer
       def proven(): Set[String] = {
-        val segment = internal.log.TableSnapshot.load(spark, path, None, None, sessionConf).segment
-        val log = new internal.log.LogReader(spark, segment, sessionConf)
+        val segment =
+          internal.log.TableSnapshot.load(spark, path, None, None, sessionConf.log).segment
+        val log = new internal.log.LogReader(spark, segment, sessionConf.log)
         val facts = log.footerFacts(segment.checkpoint.head)
-        val layout = internal.replay.CheckpointLayout.forFile(facts, needStats = true)
+        val layout = internal.log.CheckpointLayout.forFile(facts, needStats = true)
         assert(
           layout.partitionParsed
             .map(_.fieldNames.toSet)

@@ -222,7 +222,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
       write(path, 2)
-      val segment = TableSnapshot.load(spark, path, None, None, sessionConf).segment
+      val segment = TableSnapshot.load(spark, path, None, None, sessionConf.log).segment
       def through(e: Exception): Throwable =
         intercept[Throwable](LogJobErrors.forLog(segment)(throw e))
       val memory = Seq(

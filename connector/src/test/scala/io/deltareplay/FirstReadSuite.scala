@@ -401,8 +401,9 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
       assert(new java.io.File(path, "_delta_log/_sidecars").list().length > 1, "no sidecars")
       // the top-level JSON file holds no add or remove (a replay leaves it out); one with an add
       // line would count
-      val segment = internal.log.TableSnapshot.load(spark, path, None, None, sessionConf).segment
-      val log = new internal.log.LogReader(spark, segment, sessionConf)
+      val segment =
+        internal.log.TableSnapshot.load(spark, path, None, None, sessionConf.log).segment
+      val log = new internal.log.LogReader(spark, segment, sessionConf.log)
       val Seq(top) = segment.checkpoint
       assert(top.getPath.getName.endsWith(".json") && !log.jsonCheckpointHoldsFileActions(top))
       val withAdd = new java.io.File(dir, "with-add.json").toPath

@@ -1,6 +1,6 @@
 package io.deltareplay
 
-import io.deltareplay.internal.planning.MetadataAggregates.StatsAggregateScan
+import io.deltareplay.internal.scan.StatsAggregateScan
 import io.deltareplay.test.DeltaOracle
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.SparkPlan

@@ -3,8 +3,8 @@ package io.deltareplay
 import scala.util.Random
 
 import io.deltareplay.internal.index.IndexCache
-import io.deltareplay.internal.log.{LogReader, TableSnapshot, TailPrefetch}
-import io.deltareplay.internal.replay.LocalReplay
+import io.deltareplay.internal.log.{LogReader, TableSnapshot}
+import io.deltareplay.internal.replay.{LocalReplay, TailPrefetch}
 import io.deltareplay.test.{DeltaOracle, LogFixtures}
 import org.apache.spark.sql.delta.DeltaLog
 import org.scalatest.funsuite.AnyFunSuite
@@ -232,11 +232,11 @@ class SnapshotIndexSuite extends AnyFunSuite with DeltaOracle {
       spark.sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 0")
       IndexCache.clear(spark)
       def fresh(withStats: Boolean) = {
-        val segment = TableSnapshot.load(spark, path, None, None, sessionConf).segment
+        val segment = TableSnapshot.load(spark, path, None, None, sessionConf.log).segment
         (
           segment,
           LocalReplay.reconcile(
-            new LogReader(spark, segment, sessionConf),
+            new LogReader(spark, segment, sessionConf.log),
             segment.paths,
             withStats
           )

@@ -5,7 +5,6 @@ import java.sql.Timestamp
 import scala.util.control.NonFatal
 
 import io.deltareplay.Errors
-import io.deltareplay.internal.log.{DvDescriptor, TableMeta}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
@@ -41,8 +40,8 @@ import org.apache.spark.sql.types.StructType
  */
 private[deltareplay] object DeltaAdapter {
 
-  /** delta-spark's protocol and metadata actions of a [[TableMeta]] (parsed from its JSON). */
-  private def actions(meta: TableMeta): (Protocol, Metadata) =
+  /** delta-spark's protocol and metadata actions of a [[TableActions]] (parsed from its JSON). */
+  private def actions(meta: TableActions): (Protocol, Metadata) =
     (
       Action.fromJson(meta.protocolJson).asInstanceOf[Protocol],
       Action.fromJson(meta.metadataJson).asInstanceOf[Metadata]
@@ -52,14 +51,14 @@ private[deltareplay] object DeltaAdapter {
    * Whether delta-spark's `_metadata` of this table has `row_index`: it leaves the field out unless
    * deletion vectors are readable or row tracking is on (its `DeltaParquetFileFormat`).
    */
-  def metadataHasRowIndex(meta: TableMeta): Boolean = {
+  def metadataHasRowIndex(meta: TableActions): Boolean = {
     val (p, m) = actions(meta)
     org.apache.spark.sql.delta.commands.DeletionVectorUtils.deletionVectorsReadable(p, m) ||
     org.apache.spark.sql.delta.RowId.isEnabled(p, m)
   }
 
   /** The physical (Parquet) schema for a logical schema of a column-mapped table. */
-  def physicalSchema(meta: TableMeta, logical: StructType): StructType =
+  def physicalSchema(meta: TableActions, logical: StructType): StructType =
     DeltaColumnMapping.createPhysicalSchema(
       logical,
       meta.schema,
@@ -73,7 +72,7 @@ private[deltareplay] object DeltaAdapter {
    * delta-spark's writer and internal field metadata; a partition column takes its field from the
    * partition schema, as Spark's file relation merges the two.
    */
-  def relationSchema(spark: SparkSession, meta: TableMeta): StructType = {
+  def relationSchema(spark: SparkSession, meta: TableActions): StructType = {
     val dropVoid =
       spark.sessionState.conf.getConf(DeltaSQLConf.DELTA_CREATE_DATAFRAME_DROP_NULL_COLUMNS)
     val data =
@@ -85,7 +84,8 @@ private[deltareplay] object DeltaAdapter {
   }
 
   /** The columns delta-spark's streaming source of a table shows (its `sourceSchema`). */
-  def streamSchema(spark: SparkSession, meta: TableMeta): StructType = visible(spark, meta.schema)
+  def streamSchema(spark: SparkSession, meta: TableActions): StructType =
+    visible(spark, meta.schema)
 
   private def visible(spark: SparkSession, schema: StructType) =
     DeltaTableUtils.removeInternalDeltaMetadata(
@@ -115,7 +115,7 @@ private[deltareplay] object DeltaAdapter {
    * lack, or a commit coordinator (its newest commits may live outside `_delta_log` until they are
    * backfilled, so replaying the listed log could miss them).
    */
-  def checkReadable(table: String, meta: TableMeta): Unit = {
+  def checkReadable(table: String, meta: TableActions): Unit = {
     if (meta.minReaderVersion > 3)
       throw Errors.unsupportedReaderVersion(table, meta.minReaderVersion)
     val unsupported = meta.readerFeatures -- SupportedReaderFeatures
@@ -129,7 +129,7 @@ private[deltareplay] object DeltaAdapter {
 
   /** Loads a deletion vector (inline or from its file) as a set of deleted row indexes. */
   def loadDeletionVector(
-      dv: DvDescriptor,
+      dv: DvFields,
       tablePath: Path,
       hadoopConf: Configuration
   ): Long => Boolean = {
@@ -173,9 +173,9 @@ private[deltareplay] object DeltaAdapter {
    */
   def checkStreamSchema(
       spark: SparkSession,
-      initMeta: TableMeta,
+      initMeta: TableActions,
       initVersion: Long,
-      meta: TableMeta,
+      meta: TableActions,
       version: Long,
       readSchema: StructType,
       atStart: Boolean,
@@ -290,7 +290,7 @@ private[deltareplay] object DeltaAdapter {
    * and column mapping moved no column to another physical name. Always true when delta-spark's
    * check is off (`spark.databricks.delta.checkLatestSchemaOnRead=false`).
    */
-  def readCompatible(spark: SparkSession, analyzed: TableMeta, newest: TableMeta): Boolean =
+  def readCompatible(spark: SparkSession, analyzed: TableActions, newest: TableActions): Boolean =
     analyzed.metadataJson == newest.metadataJson || {
       val (_, was) = actions(analyzed)
       val (_, now) = actions(newest)
@@ -316,7 +316,7 @@ private[deltareplay] object DeltaAdapter {
       catalogTable: Option[CatalogTable],
       options: Map[String, String],
       schema: StructType,
-      readableAt: (SparkSession, TableMeta) => Boolean
+      readableAt: (SparkSession, TableActions) => Boolean
   )
 
   /**

@@ -1,8 +1,9 @@
 package io.deltareplay.internal.index
 
+import io.deltareplay.internal.log.FileEntry
 import java.util.BitSet
 
-import io.deltareplay.internal.skipping.SkipVector
+import io.deltareplay.internal.skipping.{LongCompare, NullWords, SkipVector}
 import org.apache.spark.sql.catalyst.expressions.SpecializedGetters
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap}
@@ -278,29 +279,6 @@ private[deltareplay] object ColumnData {
     override def getUTF8String(i: Int): UTF8String = dense.getUTF8String(at(i))
     override def getBinary(i: Int): Array[Byte] = dense.getBinary(at(i))
     override def getChild(i: Int): ColumnVector = new Ranked(dense.getChild(i), present)
-  }
-
-  /**
-   * A vector whose rows are null exactly where its null flags say ([[SkipVector]] reads them as bit
-   * words instead of row by row).
-   */
-  private[internal] trait NullWords {
-
-    /** Sets the bits of `words` of the rows that are null. */
-    def orNulls(words: Array[Long]): Unit
-  }
-
-  /**
-   * Whole numbers compared with a literal in one loop over the column's own layout ([[SkipVector]]
-   * on a million entries: no call per row through `ColumnVector`).
-   */
-  private[internal] trait LongCompare extends NullWords {
-
-    /**
-     * Sets bit `i` of `words`, for rows `i < n`, where the sign of `compare(value(i), literal)` is
-     * one of `signs` (bit 0 less, bit 1 equal, bit 2 greater) or the row is null.
-     */
-    def markCompared(literal: Long, signs: Int, words: Array[Long], n: Int): Unit
   }
 
   /** The common part of the vectors: null flags; every typed getter fails unless overridden. */

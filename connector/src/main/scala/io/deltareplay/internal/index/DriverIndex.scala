@@ -2,7 +2,7 @@ package io.deltareplay.internal.index
 
 import java.util.BitSet
 
-import io.deltareplay.internal.log.{DvDescriptor, LiveFile, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, LiveFile, TablePaths, TableSnapshot}
 import io.deltareplay.internal.planning.{
   KeptFile,
   MetadataAggregates,

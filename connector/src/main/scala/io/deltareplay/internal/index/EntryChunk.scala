@@ -1,5 +1,6 @@
 package io.deltareplay.internal.index
 
+import io.deltareplay.internal.log.FileEntry
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.vectorized.ColumnarBatch
 

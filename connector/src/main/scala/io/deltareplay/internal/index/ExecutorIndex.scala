@@ -1,6 +1,6 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{DvDescriptor, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TablePaths, TableSnapshot}
 import io.deltareplay.internal.planning.{
   ExecutorPlanning,
   KeptFile,

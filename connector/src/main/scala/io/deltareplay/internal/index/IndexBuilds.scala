@@ -5,7 +5,7 @@ import java.util.concurrent.{ConcurrentHashMap, CountDownLatch, TimeUnit}
 import scala.util.control.NonFatal
 
 import io.deltareplay.internal.planning.ReadPolicy
-import io.deltareplay.internal.session.SessionState
+import io.deltareplay.internal.session.{ReadsBegin, SessionState}
 import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
@@ -41,6 +41,10 @@ import org.apache.spark.sql.execution.ui.{
  *     filtered reads roll their narrowed files forward instead ([[ReadPolicy.narrowedIndex]]).
  */
 private[deltareplay] object IndexBuilds extends Logging {
+
+  // running builds exist only once this object does: from then on, a read that begins (its
+  // snapshot loads) makes them yield
+  ReadsBegin.register(yieldTo)
 
   /** The job tag and scheduler pool of background builds. */
   val BackgroundTag = "delta-replay-background"

@@ -3,16 +3,7 @@ package io.deltareplay.internal.index
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.log.LogFiles.Commit
-import io.deltareplay.internal.log.{
-  CheckpointFooters,
-  CommitTexts,
-  LogFiles,
-  LogReader,
-  LogSegment,
-  MetaCache
-}
-import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.replay.LocalReplay
+import io.deltareplay.internal.log.{CheckpointFooters, CommitTexts, LogFiles, LogSegment, MetaCache}
 import io.deltareplay.internal.session.SessionState
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.SparkSession
@@ -22,15 +13,15 @@ import org.apache.spark.sql.SparkSession
  * SparkSession within a byte budget; the least recently used table goes first.
  *
  * A read of a newer version of a cached table derives its index from the cached one plus only the
- * commits in between, with the rules of [[Replay]]: the commits are reconciled on the driver
- * ([[LocalReplay.Reconciler]]), every indexed file whose key (canonical path, DV id) they touched
- * is removed, and their winning adds join (statistics parsed only for those). That is the reasoning
- * of the distributed fast path with the index in the checkpoint's place: a live set holds at most
- * one action per key, so only the touched keys need reconciling. A full replay runs instead when
- * the cache is cold or was evicted, when the cached version is newer than the one read (time
- * travel), when the table was replaced under another id, when a commit in between is missing (log
- * cleanup), or when the commits in between hold more bytes than a full replay from the newest
- * checkpoint would read.
+ * commits in between, with the replay's rules: the commits are reconciled on the driver (`replay`'s
+ * `LocalReplay.Reconciler`), every indexed file whose key (canonical path, DV id) they touched is
+ * removed, and their winning adds join (statistics parsed only for those). That is the reasoning of
+ * the distributed fast path with the index in the checkpoint's place: a live set holds at most one
+ * action per key, so only the touched keys need reconciling. A full replay runs instead when the
+ * cache is cold or was evicted, when the cached version is newer than the one read (time travel),
+ * when the table was replaced under another id, when a commit in between is missing (log cleanup),
+ * or when the commits in between hold more bytes than a full replay from the newest checkpoint
+ * would read.
  */
 private[deltareplay] object IndexCache {
 
@@ -111,10 +102,9 @@ private[deltareplay] object IndexCache {
    * used tables until the byte budget (driver indexes) and the count of executor indexes hold. A
    * driver index bigger than the whole budget is not kept. Indexes that go are released.
    */
-  def offer(spark: SparkSession, index: TableIndex, tableUri: String, conf: ReadConf): Unit = {
+  def offer(spark: SparkSession, index: TableIndex, tableUri: String, budgetBytes: Long): Unit = {
     if (!index.keepable) return // replayed by each use: nothing to keep
     val entry = Entry(tableUri, index.tableId, index.version, index.withStats, index)
-    val budgetBytes = conf.stateCacheBudgetBytes
     val c = cacheOf(spark)
     c.synchronized {
       val prior = c.entries.get(entry.tableUri)
@@ -173,18 +163,4 @@ private[deltareplay] object IndexCache {
       else None
     }
   }
-
-  /** The reconciled commits `commits` (ascending, the versions right after a cached one). */
-  def reconcile(
-      spark: SparkSession,
-      segment: LogSegment,
-      commits: Seq[FileStatus],
-      withStats: Boolean,
-      conf: ReadConf
-  ): LocalReplay.Reconciler =
-    LocalReplay.reconcile(
-      new LogReader(spark, segment.onlyCommits(commits), conf),
-      segment.paths,
-      withStats
-    )
 }

@@ -1,6 +1,6 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{DvDescriptor, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TablePaths, TableSnapshot}
 import io.deltareplay.internal.planning.{KeptFile, MetadataAggregates, PlanResult, ReadPolicy}
 import io.deltareplay.internal.replay.LocalReplay
 import io.deltareplay.internal.skipping.FileFilter

@@ -2,8 +2,6 @@ package io.deltareplay.internal.log
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.replay.CheckpointLayout
 import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.FileStatus
 import org.apache.parquet.hadoop.metadata.{ColumnPath, ParquetMetadata}
@@ -83,10 +81,10 @@ private[deltareplay] object CheckpointFooters {
   )
 
   /** The facts of `file`: kept ones, or `read()` (kept when caching is on). */
-  def facts(spark: SparkSession, file: FileStatus, conf: ReadConf)(
+  def facts(spark: SparkSession, file: FileStatus, settings: LogSettings)(
       read: => FooterFacts
   ): FooterFacts = {
-    if (!conf.stateCache) return read
+    if (!settings.stateCache) return read
     cacheOf(spark).getOrRead(MetaCache.FileId(file))(read)
   }
 }

@@ -1,6 +1,5 @@
 package io.deltareplay.internal.log
 
-import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.SparkSession
@@ -39,10 +38,10 @@ private[deltareplay] object CommitTexts {
    * one thread reads a file (the load's read-ahead, [[ReadAhead]]), another that asks for it (the
    * tail's prefetch) waits for those bytes ([[BoundedLru.getOrRead]]).
    */
-  def bytes(spark: SparkSession, file: FileStatus, conf: ReadConf)(
+  def bytes(spark: SparkSession, file: FileStatus, settings: LogSettings)(
       read: => Array[Byte]
   ): Array[Byte] = {
-    if (file.getLen > MaxFileBytes || !conf.stateCache) return read
+    if (file.getLen > MaxFileBytes || !settings.stateCache) return read
     // a file shorter or longer than it was listed is not the listed file: not kept
     cacheOf(spark).getOrRead(MetaCache.FileId(file), _.length == file.getLen)(read)
   }

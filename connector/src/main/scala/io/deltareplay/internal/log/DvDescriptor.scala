@@ -1,6 +1,7 @@
 package io.deltareplay.internal.log
 
 import com.fasterxml.jackson.databind.JsonNode
+import io.deltareplay.internal.delta.DvFields
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -14,7 +15,7 @@ private[deltareplay] case class DvDescriptor(
     offset: Option[Int],
     sizeInBytes: Int,
     cardinality: Long
-) {
+) extends DvFields {
 
   /** The protocol's unique id of this deletion vector (part of a file's replay key). */
   def uniqueId: String = offset match {

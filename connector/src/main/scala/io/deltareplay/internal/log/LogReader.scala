@@ -7,9 +7,6 @@ import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import io.deltareplay.Errors
-import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.read.ParquetConf
-import io.deltareplay.internal.replay.{CheckpointLayout, DistributedReplay}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.hadoop.util.functional.FutureIO
@@ -42,7 +39,7 @@ private[deltareplay] object ProtocolOrMetadata {
 private[deltareplay] class LogReader(
     val spark: SparkSession,
     segment: LogSegment,
-    val conf: ReadConf
+    val settings: LogSettings
 ) extends Logging {
   private val hadoopConf: Configuration = {
     val c = spark.sessionState.newHadoopConf()
@@ -72,7 +69,7 @@ private[deltareplay] class LogReader(
     val bytes =
       try
         if (LogFiles.parse(file.getPath.getName).exists(_.isInstanceOf[LogFiles.Commit])) {
-          CommitTexts.bytes(spark, file, conf)(read())
+          CommitTexts.bytes(spark, file, settings)(read())
         } else read()
       catch {
         case NonFatal(e) => throw Errors.corruptLogFile(table, file.getPath.toString, e)
@@ -125,7 +122,7 @@ private[deltareplay] class LogReader(
   private def checksumMeta(): Option[TableMeta] =
     segment.checksum
       .filter { _ =>
-        conf.useChecksum && DistributedReplay.fastPath(segment, conf)
+        settings.useChecksum && segment.tailWithin(settings.tailFastPathMaxBytes)
       }
       .flatMap { file =>
         try TableMeta.fromChecksum(readText(file).mkString("\n"))
@@ -377,7 +374,7 @@ private[deltareplay] class LogReader(
 
   /** The footer facts of a checkpoint Parquet file, read once per file ([[CheckpointFooters]]). */
   def footerFacts(file: FileStatus): FooterFacts =
-    CheckpointFooters.facts(spark, file, conf) {
+    CheckpointFooters.facts(spark, file, settings) {
       footer(file) { reader =>
         val meta = reader.getFooter
         FooterFacts(

@@ -35,6 +35,9 @@ private[deltareplay] case class LogSegment(
   def checkpointBytes: Long = checkpoint.map(_.getLen).sum
   def commitBytes: Long = commits.map(_.getLen).sum
   def totalBytes: Long = checkpointBytes + commitBytes
+
+  /** A checkpoint and commits after it of at most `maxBytes`: a tail reconciled on the driver. */
+  def tailWithin(maxBytes: Long): Boolean = checkpointVersion.isDefined && commitBytes <= maxBytes
   def table: String = tablePath.toString
 
   /** The segment of the commits `commits` alone (ascending), with no checkpoint. */

@@ -1,6 +1,5 @@
 package io.deltareplay.internal.log
 
-import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.session.SessionState
 import org.apache.hadoop.fs.{EtagSource, FileStatus}
 import org.apache.spark.sql.SparkSession
@@ -44,9 +43,9 @@ private[deltareplay] object MetaCache {
    * The protocol and metadata of `segment`: from a cached load it extends plus its newer commits,
    * or read whole ([[LogReader.checkedMeta]]).
    */
-  def meta(spark: SparkSession, segment: LogSegment, conf: ReadConf): TableMeta = {
-    val reader = new LogReader(spark, segment, conf)
-    if (!conf.stateCache) return reader.checkedMeta()
+  def meta(spark: SparkSession, segment: LogSegment, settings: LogSettings): TableMeta = {
+    val reader = new LogReader(spark, segment, settings)
+    if (!settings.stateCache) return reader.checkedMeta()
     val cache = cacheOf(spark)
     val cached = cache.synchronized(Option(cache.get(segment.table)))
     val meta = cached.filter(e => extendsLoad(e.segment, segment)) match {

@@ -4,8 +4,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.delta.{DeltaAdapter, TableActions}
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -29,13 +28,7 @@ private[deltareplay] final case class TableMeta(
     writerFeatures: Set[String],
     protocolJson: String,
     metadataJson: String
-) {
-
-  /** `none`, `name` or `id` (the `delta.columnMapping.mode` table property). */
-  def columnMappingName: String =
-    configuration.getOrElse("delta.columnMapping.mode", "none").toLowerCase(java.util.Locale.ROOT)
-
-  def usesColumnMapping: Boolean = columnMappingName != "none"
+) extends TableActions {
 
   /**
    * The physical (Parquet) schema for a logical schema of this table's columns. Under `id` column

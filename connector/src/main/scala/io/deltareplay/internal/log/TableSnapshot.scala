@@ -6,9 +6,7 @@ import scala.util.Try
 
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.index.IndexBuilds
-import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.session.{BoundedLru, SessionState}
+import io.deltareplay.internal.session.{BoundedLru, ReadsBegin, SessionState}
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Cast, Literal}
@@ -44,9 +42,9 @@ private[deltareplay] object TableSnapshot {
    * commit file. Two status requests (HEADs on S3, sent together) instead of a LIST; a segment with
    * no commit after its checkpoint, or any failure of the probe, loads again.
    */
-  def newest(spark: SparkSession, known: TableSnapshot, conf: ReadConf): TableSnapshot =
+  def newest(spark: SparkSession, known: TableSnapshot, settings: LogSettings): TableSnapshot =
     if (stillNewest(spark, known.segment)) known
-    else load(spark, known.table, None, None, conf)
+    else load(spark, known.table, None, None, settings)
 
   private def stillNewest(spark: SparkSession, segment: LogSegment): Boolean =
     segment.commits.lastOption.exists { last =>
@@ -106,18 +104,19 @@ private[deltareplay] object TableSnapshot {
   )
 
   /**
-   * Loads `path` at `version`, at `timestamp`, or at its newest version, for a read with `conf`.
+   * Loads `path` at `version`, at `timestamp`, or at its newest version, for a read with
+   * `settings`.
    */
   def load(
       spark: SparkSession,
       path: String,
       version: Option[Long],
       timestamp: Option[String],
-      conf: ReadConf
+      settings: LogSettings
   ): TableSnapshot = {
     val started = System.nanoTime()
-    // a read begins: the session's background index builds give it their cores now
-    IndexBuilds.yieldTo(spark)
+    // a read begins: background work that yields to reads (index builds) gives it its cores now
+    ReadsBegin.signal(spark)
     val hadoopConf = spark.sessionState.newHadoopConf()
     val raw = new Path(path)
     // through its string form: `file:///t` and `file:/t` name one table, and an execution that
@@ -129,22 +128,22 @@ private[deltareplay] object TableSnapshot {
     val key = qualified.toString
     // the newest version: listed from the checkpoint the last newest load of this table used
     val fromCheckpoint =
-      if (pinned.isDefined || !conf.stateCache) None
+      if (pinned.isDefined || !settings.stateCache) None
       else
         NewestCheckpoint(spark)
           .get(key)
           .flatMap(v => Try(LogSegment.listFrom(qualified, v, hadoopConf)).toOption)
     val (segment, meta) =
       fromCheckpoint
-        .flatMap(listing => Try(loadSegment(spark, listing, None, Set.empty, conf)).toOption)
+        .flatMap(listing => Try(loadSegment(spark, listing, None, Set.empty, settings)).toOption)
         .getOrElse {
           val listing = LogSegment.list(qualified, hadoopConf)
-          try loadSegment(spark, listing, pinned, Set.empty, conf)
+          try loadSegment(spark, listing, pinned, Set.empty, settings)
           catch {
             case e: Exception => throw Errors.storeFailure(key, key, e).getOrElse(e)
           }
         }
-    if (pinned.isEmpty && conf.stateCache) {
+    if (pinned.isEmpty && settings.stateCache) {
       segment.checkpointVersion.foreach(NewestCheckpoint(spark).put(key, _))
     }
     DeltaAdapter.checkReadable(segment.table, meta)
@@ -162,11 +161,11 @@ private[deltareplay] object TableSnapshot {
       listing: LogSegment.Listing,
       version: Option[Long],
       excluded: Set[Long],
-      conf: ReadConf
+      settings: LogSettings
   ): (LogSegment, TableMeta) = {
     val segment = LogSegment.forVersion(listing, version, excluded)
     val attempt =
-      try Right(segment -> MetaCache.meta(spark, segment, conf))
+      try Right(segment -> MetaCache.meta(spark, segment, settings))
       catch {
         case e: io.deltareplay.DeltaReplayException.CorruptLog
             if segment.checkpointVersion.isDefined && isCheckpointFile(e.file) =>
@@ -180,7 +179,7 @@ private[deltareplay] object TableSnapshot {
             Some(LogSegment.forVersion(listing, version, excluded + segment.checkpointVersion.get))
           catch { case _: Errors.DeltaReplayException => None }
         if (fallback.isEmpty) throw e
-        loadSegment(spark, listing, version, excluded + segment.checkpointVersion.get, conf)
+        loadSegment(spark, listing, version, excluded + segment.checkpointVersion.get, settings)
     }
   }
 

@@ -1,6 +1,6 @@
 package io.deltareplay.internal.planning
 
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.FileEntry
 import io.deltareplay.internal.log.DvDescriptor
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.catalyst.InternalRow

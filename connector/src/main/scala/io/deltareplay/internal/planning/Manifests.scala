@@ -5,7 +5,7 @@ import java.util.UUID
 import scala.util.control.NonFatal
 
 import io.deltareplay.Errors
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.FileEntry
 import io.deltareplay.internal.log.{DvDescriptor, TablePaths}
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.hadoop.mapreduce.{Job, JobID, TaskAttemptID, TaskID, TaskType}

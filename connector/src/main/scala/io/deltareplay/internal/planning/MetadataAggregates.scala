@@ -1,9 +1,8 @@
 package io.deltareplay.internal.planning
 
-import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, FileEntry}
-import io.deltareplay.internal.log.{DvDescriptor, TableSnapshot}
+import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TableSnapshot}
 import io.deltareplay.internal.replay.{LogJobErrors, Replay}
-import io.deltareplay.internal.scan.ScanMetrics
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -15,7 +14,6 @@ import org.apache.spark.sql.connector.expressions.aggregate.{
   Max,
   Min
 }
-import org.apache.spark.sql.connector.read._
 import org.apache.spark.sql.types._
 
 /**
@@ -287,43 +285,5 @@ private[deltareplay] object MetadataAggregates {
       LogJobErrors.forLog(segment)(folded.collect())
     }
     partials.reduceOption(_ merge _).getOrElse(new Partial(fs.toArray, layout)).finish()
-  }
-
-  /** A scan that returns the one precomputed row (Spark adds its final aggregate on top). */
-  final class StatsAggregateScan(
-      snapshot: TableSnapshot,
-      answer: Answer,
-      replayMode: String,
-      partitionFilters: String
-  ) extends Scan
-      with Batch {
-    override def readSchema(): StructType = answer.schema
-    override def description(): String =
-      s"DeltaReplayScan ${snapshot.table} v${snapshot.version} [aggregates from log statistics: " +
-        s"${answer.functions.mkString(", ")} over ${answer.files} files, no data file read; " +
-        s"replay $replayMode] PartitionFilters: $partitionFilters"
-    def metricsJson: String = {
-      import ScanMetrics.quote
-      s"""{"table":${quote(snapshot.table)},"version":${snapshot.version},""" +
-        s""""replayMode":${quote(replayMode)},"filesAfterPartitionPruning":${answer.files},""" +
-        s""""aggregatesFromStats":${answer.functions.map(quote).mkString("[", ",", "]")}}"""
-    }
-    override def toBatch: Batch = this
-    override def planInputPartitions(): Array[InputPartition] = Array(RowPartition(answer.row))
-    override def createReaderFactory(): PartitionReaderFactory = RowReaderFactory
-  }
-
-  final case class RowPartition(row: InternalRow) extends InputPartition
-
-  object RowReaderFactory extends PartitionReaderFactory {
-    override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
-      val row = partition.asInstanceOf[RowPartition].row
-      new PartitionReader[InternalRow] {
-        private var served = false
-        override def next(): Boolean = if (served) false else { served = true; true }
-        override def get(): InternalRow = row
-        override def close(): Unit = ()
-      }
-    }
   }
 }

@@ -4,35 +4,11 @@ import java.util.Locale
 
 import io.deltareplay.Errors
 import io.deltareplay.{DeltaReplayOptions => O}
-import io.deltareplay.internal.streaming.StreamOptions
+import io.deltareplay.DeltaReplayOptions.Named
+import io.deltareplay.internal.log.LogSettings
+import io.deltareplay.internal.replay.{ReplayMode, ReplaySettings}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.storage.StorageLevel
-
-/** A setting with a few named values. */
-private[deltareplay] trait Named { def name: String }
-
-private[deltareplay] object Named {
-
-  /** The choice named `value` (any case); an error naming `key` and the choices otherwise. */
-  def parse[T <: Named](key: String, value: String, choices: Seq[T]): T = {
-    val wanted = value.trim.toLowerCase(Locale.ROOT)
-    choices.find(_.name == wanted).getOrElse {
-      val names = choices.map(_.name)
-      throw Errors.badOption(key, wanted, names.init.mkString(", ") + " or " + names.last)
-    }
-  }
-}
-
-/** How the replay runs: on the driver, as a Spark job, or chosen by log size. */
-private[deltareplay] sealed trait ReplayMode extends Named
-private[deltareplay] object ReplayMode {
-  case object Auto extends ReplayMode { val name = "auto" }
-  case object Local extends ReplayMode { val name = "local" }
-  case object Distributed extends ReplayMode { val name = "distributed" }
-
-  def parse(value: String): ReplayMode =
-    Named.parse(O.ReplayModeKey, value, Seq(Auto, Local, Distributed))
-}
 
 /** Where a batch scan's file list is pruned, skipped and split (see `planning.mode`). */
 private[deltareplay] sealed trait PlanningMode extends Named
@@ -75,7 +51,24 @@ private[deltareplay] case class ReadConf(
     shareHadoopConf: Boolean = true,
     snapshotStorageLevel: Option[StorageLevel] = None,
     stream: StreamOptions = StreamOptions(Map.empty)
-)
+) {
+
+  /** What the log room takes of these settings. */
+  def log: LogSettings = LogSettings(stateCache, useChecksum, tailFastPathMaxBytes)
+
+  /** What the replay room takes of these settings. */
+  def replay: ReplaySettings = ReplaySettings(
+    replayMode,
+    distributedThresholdBytes,
+    replayPartitions,
+    tailFastPathMaxBytes,
+    tailBroadcastMaxBytes,
+    checkpointTwoPass,
+    stateMaxTailBytes,
+    prefetchTail,
+    log
+  )
+}
 
 private[deltareplay] object ReadConf {
 

@@ -1,16 +1,9 @@
 package io.deltareplay.internal.planning
 
 import io.deltareplay.Errors
-import io.deltareplay.internal.index.{
-  FileEntry,
-  Home,
-  IndexBuilds,
-  IndexCache,
-  NarrowedIndexes,
-  ReplayResult
-}
-import io.deltareplay.internal.log.{LogReader, TableSnapshot}
-import io.deltareplay.internal.replay.{CheckpointFilter, DistributedReplay, Replay}
+import io.deltareplay.internal.index.{Home, IndexBuilds, IndexCache, NarrowedIndexes, ReplayResult}
+import io.deltareplay.internal.log.{FileEntry, LogReader, TableSnapshot}
+import io.deltareplay.internal.replay.{CheckpointFilter, DistributedReplay, Replay, ReplayMode}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -64,13 +57,13 @@ private[deltareplay] final case class ReadPolicy(
         }
 
   /** Whether a replay of this version runs as a Spark job (the mode, or `auto`'s size rule). */
-  def replaysDistributed: Boolean = Replay.isDistributed(segment, conf, logBytes)
+  def replaysDistributed: Boolean = Replay.isDistributed(segment, conf.replay, logBytes)
 
   /** The bytes of this version's log, sidecars included ([[Replay.logBytes]]). */
   private lazy val logBytes: Long = Replay.logBytes(segment, logReader)
 
   /** One reader of this version's log for the size rules (the V2 sidecars read once). */
-  private lazy val logReader = new LogReader(spark, segment, conf)
+  private lazy val logReader = new LogReader(spark, segment, conf.log)
 
   /**
    * Where a fresh index of this version lives. `auto` puts it on the executors when the table has
@@ -130,7 +123,8 @@ private[deltareplay] final case class ReadPolicy(
       maxDriverBytes: Long = Long.MaxValue
   ): ReplayResult = {
     val started = System.nanoTime()
-    val rolled = cachedState(needStats).flatMap(e => Replay.roll(spark, segment, conf, entry, e))
+    val rolled =
+      cachedState(needStats).flatMap(e => Replay.roll(spark, segment, conf.replay, entry, e))
     // a fresh index replaces the cached one: with statistics when filtered reads of this table
     // wait for a background build with them (else a read without filters would leave the cache
     // an index that no filtered read can use, and each of them would narrow again)
@@ -140,7 +134,8 @@ private[deltareplay] final case class ReadPolicy(
       snapshot.meta.tableId
     )
     val result = rolled.getOrElse(build(withStats, keepPersisted, maxDriverBytes))
-    if (conf.stateCache) IndexCache.offer(spark, result.index, segment.paths.root, conf)
+    if (conf.stateCache)
+      IndexCache.offer(spark, result.index, segment.paths.root, conf.stateCacheBudgetBytes)
     // an index the cache did not take is not persisted (buildOnExecutors), nothing to release
     result.copy(millis = (System.nanoTime() - started) / 1000000)
   }
@@ -161,7 +156,7 @@ private[deltareplay] final case class ReadPolicy(
           spark,
           segment,
           snapshot.meta.tableId,
-          conf,
+          conf.replay,
           entry,
           needStats,
           replaysDistributed,
@@ -176,7 +171,7 @@ private[deltareplay] final case class ReadPolicy(
           spark,
           segment,
           snapshot.meta.tableId,
-          conf,
+          conf.replay,
           entry,
           needStats,
           level
@@ -200,7 +195,7 @@ private[deltareplay] final case class ReadPolicy(
       (conf.replayMode != ReplayMode.Auto) -> s"replay.mode is ${conf.replayMode.name}",
       (!byQuery.filters) -> "", // nothing to narrow by
       (!replaysDistributed && !commitsNarrowOnDriver) -> "a small log, replayed on the driver",
-      (!DistributedReplay.fastPath(segment, conf) && !commitsNarrowOnDriver) ->
+      (!DistributedReplay.fastPath(segment, conf.replay) && !commitsNarrowOnDriver) ->
         "no checkpoint, or commits after it over replay.tailFastPathMaxBytes",
       cachedState(needStats).isDefined -> "an index of this version is cached",
       (home != Home.Driver) -> "the index of this version lives on the executors"
@@ -220,7 +215,7 @@ private[deltareplay] final case class ReadPolicy(
               Replay.narrowedOnDriver(
                 spark,
                 segment,
-                conf,
+                conf.replay,
                 entry,
                 snapshot.meta.tableId,
                 filter,
@@ -228,7 +223,14 @@ private[deltareplay] final case class ReadPolicy(
               )
             } else {
               val replay =
-                new DistributedReplay(spark, segment, conf, needStats, Some(entry), Some(byQuery))
+                new DistributedReplay(
+                  spark,
+                  segment,
+                  conf.replay,
+                  needStats,
+                  Some(entry),
+                  Some(byQuery)
+                )
               val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
               ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
             }
@@ -248,7 +250,7 @@ private[deltareplay] final case class ReadPolicy(
    * ([[narrowedIndex]] has checked the mode).
    */
   private def commitsNarrowOnDriver: Boolean =
-    Replay.commitsOnDriver(segment, conf) && logBytes > conf.distributedThresholdBytes
+    Replay.commitsOnDriver(segment, conf.replay) && logBytes > conf.distributedThresholdBytes
 
   /**
    * The narrowed index an earlier read of this table with the same filters kept, rolled forward by
@@ -270,7 +272,7 @@ private[deltareplay] final case class ReadPolicy(
             kept.index.withStats,
             kept.index
           )
-          Replay.roll(spark, segment, conf, entry, cached).map { r =>
+          Replay.roll(spark, segment, conf.replay, entry, cached).map { r =>
             val commits = segment.version - from
             val mode = s"incremental (narrowed index of v$from, same filters, + $commits commits)"
             r.copy(mode = mode, narrowed = true)

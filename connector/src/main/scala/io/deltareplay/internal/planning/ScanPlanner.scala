@@ -2,8 +2,8 @@ package io.deltareplay.internal.planning
 
 import scala.collection.mutable
 
-import io.deltareplay.internal.index.{DriverIndex, FileEntry}
-import io.deltareplay.internal.log.{DvDescriptor, LiveFile, TableSnapshot}
+import io.deltareplay.internal.index.DriverIndex
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, LiveFile, TableSnapshot}
 import io.deltareplay.internal.read.DeltaInputPartition
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.paths.SparkPath

@@ -1,10 +1,11 @@
 package io.deltareplay.internal
 
 /**
- * How one read is served: the settings resolved for it ([[ReadConf]]), every decision about its
- * index ([[ReadPolicy]]), planning splits on the driver ([[ScanPlanner]]) or on the executors
- * ([[ExecutorPlanning]], [[Binner]], [[Manifests]]) and aggregates from statistics
- * ([[MetadataAggregates]]). Uses: `index`, `skipping`, `log`, `read` (the input partitions it
- * makes).
+ * How one read is served: the settings resolved for it ([[ReadConf]], which hands each room below
+ * its own), every decision about its index ([[ReadPolicy]]), planning splits on the driver
+ * ([[ScanPlanner]]) or on the executors ([[ExecutorPlanning]], [[Binner]], [[Manifests]]),
+ * aggregates from statistics ([[MetadataAggregates]]) and a stream's options ([[StreamOptions]]).
+ * Uses: `log`, `skipping`, `index`, `replay`; and, against the layers (listed in
+ * python/tests/test_rooms.py), `read` (the input partitions it makes).
  */
 package object planning

@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.{FileEntry, ParquetConf}
 import io.deltareplay.internal.log.{DvDescriptor, TableSnapshot}
 import io.deltareplay.internal.planning.{ManifestPartition, ManifestReader, Manifests}
 import org.apache.hadoop.fs.Path

@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.{
   Expression,
   Literal
 }
-import org.apache.spark.sql.execution.datasources.PartitionedFile
+import org.apache.spark.sql.execution.datasources.{FileFormat, PartitionedFile}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -20,7 +20,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * `row_commit_version`, ...) are not served: a read that asks for them stays with delta-spark.
  */
 private[deltareplay] object FileMetadata {
-  val Column = "_metadata"
+  val Column: String = FileFormat.METADATA_NAME
   val RowIndex = "row_index"
 
   /** The per-file fields, in the order of [[constants]]. */

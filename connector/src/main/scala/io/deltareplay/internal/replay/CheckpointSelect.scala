@@ -3,7 +3,7 @@ package io.deltareplay.internal.replay
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.{CheckpointLayout, FileEntry}
 import io.deltareplay.internal.log.BufferedInputFile
 import io.deltareplay.internal.skipping.SkipVector
 import org.apache.hadoop.fs.{FileStatus, Path}

@@ -2,9 +2,16 @@ package io.deltareplay.internal.replay
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.index.{DriverIndex, FileEntry, SnapshotKeys}
-import io.deltareplay.internal.log.{DvDescriptor, FileAction, LiveFile, LogReader, LogSegment}
-import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.index.{DriverIndex, SnapshotKeys}
+import io.deltareplay.internal.log.{
+  CheckpointLayout,
+  DvDescriptor,
+  FileAction,
+  FileEntry,
+  LiveFile,
+  LogReader,
+  LogSegment
+}
 
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.rdd.RDD
@@ -43,12 +50,12 @@ import org.apache.spark.unsafe.types.UTF8String
 private[deltareplay] class DistributedReplay(
     spark: SparkSession,
     segment: LogSegment,
-    conf: ReadConf,
+    conf: ReplaySettings,
     needStats: Boolean,
     typedStats: Option[FileEntry] = None,
     checkpointFilter: Option[CheckpointFilter] = None
 ) {
-  private val reader = new LogReader(spark, segment, conf)
+  private val reader = new LogReader(spark, segment, conf.log)
   private val paths = segment.paths
 
   /**
@@ -579,8 +586,8 @@ private[deltareplay] object DistributedReplay {
    * Whether a replay of `segment` takes the fast path: a checkpoint and a tail of at most
    * `tailFastPathMaxBytes` reconciled on the driver.
    */
-  def fastPath(segment: LogSegment, conf: ReadConf): Boolean =
-    segment.checkpointVersion.isDefined && segment.commitBytes <= conf.tailFastPathMaxBytes
+  def fastPath(segment: LogSegment, conf: ReplaySettings): Boolean =
+    segment.tailWithin(conf.tailFastPathMaxBytes)
 
   /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
   def scannedRows(plan: SparkPlan): Long = {

@@ -3,14 +3,7 @@ package io.deltareplay.internal.replay
 import scala.collection.mutable
 
 import io.deltareplay.internal.index.IndexBuilds
-import io.deltareplay.internal.log.{
-  FileAction,
-  LiveFile,
-  LogReader,
-  LogSegment,
-  TablePaths,
-  TailPrefetch
-}
+import io.deltareplay.internal.log.{FileAction, LiveFile, LogReader, LogSegment, TablePaths}
 
 /**
  * The replay rules of [[Replay]] on the driver, with no Spark job: a hash map from key to the

@@ -2,15 +2,8 @@ package io.deltareplay.internal.replay
 
 import java.util.UUID
 
-import io.deltareplay.internal.index.{
-  DriverIndex,
-  ExecutorIndex,
-  FileEntry,
-  IndexCache,
-  ReplayResult
-}
-import io.deltareplay.internal.log.{LogReader, LogSegment}
-import io.deltareplay.internal.planning.{ReadConf, ReplayMode}
+import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, IndexCache, ReplayResult}
+import io.deltareplay.internal.log.{FileEntry, LogReader, LogSegment}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
 
@@ -47,7 +40,7 @@ private[deltareplay] object Replay {
   def roll(
       spark: SparkSession,
       segment: LogSegment,
-      conf: ReadConf,
+      conf: ReplaySettings,
       entry: FileEntry,
       cached: IndexCache.Entry
   ): Option[ReplayResult] =
@@ -57,7 +50,11 @@ private[deltareplay] object Replay {
       IndexCache.commitsAfter(spark, segment, cached.version).collect {
         case commits
             if commits.map(_.getLen).sum <= math.min(segment.totalBytes, conf.stateMaxTailBytes) =>
-          val tail = IndexCache.reconcile(spark, segment, commits, cached.withStats, conf)
+          val tail = LocalReplay.reconcile(
+            new LogReader(spark, segment.onlyCommits(commits), conf.log),
+            segment.paths,
+            cached.withStats
+          )
           val index = cached.index.rolledForward(spark, tail, segment.version)
           val mode = s"incremental (v${cached.version} + ${commits.size} commits)"
           ReplayResult(index, mode, tail.count, 0L, 0)
@@ -72,7 +69,7 @@ private[deltareplay] object Replay {
       spark: SparkSession,
       segment: LogSegment,
       tableId: String,
-      conf: ReadConf,
+      conf: ReplaySettings,
       entry: FileEntry,
       needStats: Boolean,
       distributed: Boolean,
@@ -85,7 +82,7 @@ private[deltareplay] object Replay {
       ReplayResult(index, mode, actions, 0L, tasks)
     } else {
       val (files, actions) =
-        LocalReplay.run(new LogReader(spark, segment, conf), segment, needStats)
+        LocalReplay.run(new LogReader(spark, segment, conf.log), segment, needStats)
       val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, files)
       ReplayResult(index, "local", actions, 0L, 0)
     }
@@ -101,14 +98,14 @@ private[deltareplay] object Replay {
   def narrowedOnDriver(
       spark: SparkSession,
       segment: LogSegment,
-      conf: ReadConf,
+      conf: ReplaySettings,
       entry: FileEntry,
       tableId: String,
       filter: FileFilter,
       needStats: Boolean
   ): ReplayResult = {
     val commits =
-      LocalReplay.reconcile(new LogReader(spark, segment, conf), segment.paths, needStats)
+      LocalReplay.reconcile(new LogReader(spark, segment, conf.log), segment.paths, needStats)
     val live = commits.liveFiles()
     val byQuery = new TailFilter(entry, filter)
     val kept = if (byQuery.narrows) live.filter(byQuery.keeps) else live
@@ -126,7 +123,7 @@ private[deltareplay] object Replay {
       spark: SparkSession,
       segment: LogSegment,
       tableId: String,
-      conf: ReadConf,
+      conf: ReplaySettings,
       entry: FileEntry,
       needStats: Boolean,
       storageLevel: Option[org.apache.spark.storage.StorageLevel]
@@ -161,7 +158,7 @@ private[deltareplay] object Replay {
    * same commits with Spark's JSON reader, shuffle every action and bring the survivors back (100K
    * files in 40 MB of commits: 15 s as a job on `local[2]`, 7 s on the driver).
    */
-  def isDistributed(segment: LogSegment, conf: ReadConf, logBytes: Long): Boolean =
+  def isDistributed(segment: LogSegment, conf: ReplaySettings, logBytes: Long): Boolean =
     conf.replayMode match {
       case ReplayMode.Local => false
       case ReplayMode.Distributed => true
@@ -180,7 +177,7 @@ private[deltareplay] object Replay {
     else segment.totalBytes + reader.sidecars().map(_.getLen).sum
 
   /** A log of commits only whose size the driver reconciles as a checkpoint's tail. */
-  def commitsOnDriver(segment: LogSegment, conf: ReadConf): Boolean =
+  def commitsOnDriver(segment: LogSegment, conf: ReplaySettings): Boolean =
     segment.checkpointVersion.isEmpty && segment.commitBytes <= conf.tailFastPathMaxBytes
 
   /** Shares identical partition-value maps between files (most files share a few). */

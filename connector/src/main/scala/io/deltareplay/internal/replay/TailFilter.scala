@@ -7,9 +7,9 @@ import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.core.{JsonFactory, JsonParser, JsonToken}
 import com.fasterxml.jackson.core.JsonToken._
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.FileEntry
 import io.deltareplay.internal.log.LiveFile
-import io.deltareplay.internal.skipping.{DataSkipping, FileFilter}
+import io.deltareplay.internal.skipping.{DataSkipping, FileFilter, Relax}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.json.JSONOptions
@@ -29,16 +29,16 @@ import org.apache.spark.unsafe.types.UTF8String
  *   - Partition part, exact: the prune predicate with each entry column replaced by the expression
  *     that computes it from the add ([[FileEntry.fromLiveFile]]: the same casts of the partition
  *     values).
- *   - Statistics part, relaxed ([[CheckpointFilter.relax]]): over the few statistics it compares
- *     with literals, read from the add's JSON token by token with a Jackson parser of the factory
- *     Spark's reader builds for the same (default) options, each value as that reader converts its
- *     type: integers of every width from integer tokens, floats from number tokens, booleans, and
- *     strings from string tokens. Any other token, a value out of range, a statistic of another
- *     type, or a missing one is null, which the relaxed predicate reads as "may match". A document
- *     that does not parse, or that has a key differing from a needed one only in case, keeps the
- *     add. A field Spark's reader fails to convert leaves the other fields set only with its
- *     partial results (`spark.sql.json.enablePartialResults`, on by default); with them off, the
- *     statistics part is not checked.
+ *   - Statistics part, relaxed ([[Relax]]): over the few statistics it compares with literals, read
+ *     from the add's JSON token by token with a Jackson parser of the factory Spark's reader builds
+ *     for the same (default) options, each value as that reader converts its type: integers of
+ *     every width from integer tokens, floats from number tokens, booleans, and strings from string
+ *     tokens. Any other token, a value out of range, a statistic of another type, or a missing one
+ *     is null, which the relaxed predicate reads as "may match". A document that does not parse, or
+ *     that has a key differing from a needed one only in case, keeps the add. A field Spark's
+ *     reader fails to convert leaves the other fields set only with its partial results
+ *     (`spark.sql.json.enablePartialResults`, on by default); with them off, the statistics part is
+ *     not checked.
  */
 private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter) {
   import TailFilter._
@@ -73,7 +73,7 @@ private[deltareplay] final class TailFilter(entry: FileEntry, filter: FileFilter
           leaves.getOrElseUpdate(names, BoundReference(offset + leaves.size, g.dataType, true))
         case g @ statsField(_) => Literal(null, g.dataType)
       })
-      val relaxed = CheckpointFilter.relax(
+      val relaxed = Relax(
         moved,
         {
           case b: BoundReference => b.ordinal >= offset

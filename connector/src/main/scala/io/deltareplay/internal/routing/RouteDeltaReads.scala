@@ -155,11 +155,11 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
   private final class Newest {
     private val loaded = scala.collection.mutable.Map.empty[String, Try[TableSnapshot]]
     def apply(table: String, conf: ReadConf): Try[TableSnapshot] =
-      loaded.getOrElseUpdate(table, Try(TableSnapshot.load(spark, table, None, None, conf)))
+      loaded.getOrElseUpdate(table, Try(TableSnapshot.load(spark, table, None, None, conf.log)))
 
     /** The same, from a snapshot loaded before (kept when it is still the newest). */
     def from(known: TableSnapshot, conf: ReadConf): Try[TableSnapshot] =
-      loaded.getOrElseUpdate(known.table, Try(TableSnapshot.newest(spark, known, conf)))
+      loaded.getOrElseUpdate(known.table, Try(TableSnapshot.newest(spark, known, conf.log)))
   }
 
   /**
@@ -199,7 +199,8 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
           // the read's settings, resolved once for this query
           val conf = ReadConf(spark, options)
           val snapshot =
-            if (read.isTimeTravel) TableSnapshot.load(spark, table, Some(read.version), None, conf)
+            if (read.isTimeTravel)
+              TableSnapshot.load(spark, table, Some(read.version), None, conf.log)
             else newest(table, conf).get
           // what delta-spark would refuse to read (a schema changed since), it refuses itself
           if (!read.readableAt(spark, snapshot.meta)) None

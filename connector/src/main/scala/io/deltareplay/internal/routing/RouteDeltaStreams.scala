@@ -1,9 +1,10 @@
 package io.deltareplay.internal.routing
 
+import io.deltareplay.internal.replay.TailPrefetch
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.log.{TableSnapshot, TailPrefetch}
+import io.deltareplay.internal.log.TableSnapshot
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.scan.DeltaReplayTable
 import io.deltareplay.{DeltaReplayOptions, DeltaReplaySource}
@@ -60,8 +61,8 @@ private[deltareplay] object RouteDeltaStreams {
    * first batch ([[TailPrefetch]]; a stream's snapshot needs no statistics).
    */
   def snapshot(spark: SparkSession, path: String, conf: ReadConf): TableSnapshot = {
-    val loaded = TableSnapshot.load(spark, path, None, None, conf)
-    TailPrefetch.start(spark, loaded, withStats = false, conf)
+    val loaded = TableSnapshot.load(spark, path, None, None, conf.log)
+    TailPrefetch.start(spark, loaded, withStats = false, conf.replay)
     loaded
   }
 

@@ -106,7 +106,7 @@ private[deltareplay] final case class DeltaReplayScan(
 
   /** What the version's log is made of (checkpoint kind and statistics, commits, checksum). */
   private lazy val layout: String =
-    try new LogReader(spark, snapshot.segment, conf).layout()
+    try new LogReader(spark, snapshot.segment, conf.log).layout()
     catch { case scala.util.control.NonFatal(e) => s"unknown (${e.getClass.getSimpleName})" }
 
   // Spark resolves these against the scan relation's output, so only partition columns that

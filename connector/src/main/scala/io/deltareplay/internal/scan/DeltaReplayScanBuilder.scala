@@ -1,7 +1,7 @@
 package io.deltareplay.internal.scan
 
-import io.deltareplay.internal.index.{FileEntry, ReplayResult}
-import io.deltareplay.internal.log.TableSnapshot
+import io.deltareplay.internal.index.ReplayResult
+import io.deltareplay.internal.log.{FileEntry, TableSnapshot}
 import io.deltareplay.internal.planning.{MetadataAggregates, ReadConf, ReadPolicy}
 import io.deltareplay.internal.read.FileMetadata
 import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
@@ -78,7 +78,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
 
   override def build(): Scan = aggregate match {
     case Some(answer) =>
-      new MetadataAggregates.StatsAggregateScan(
+      new StatsAggregateScan(
         snapshot,
         answer,
         aggregateReplay,

@@ -1,8 +1,11 @@
 package io.deltareplay.internal
 
 /**
- * The DataSourceV2 batch surface: the table ([[DeltaReplayTable]]), scan builder, scan and batch,
- * and the figures a scan reports ([[ScanMetrics]]). The scan plans lazily through `planning` and
- * hands `read` its splits. Uses: `planning`, `read`, `skipping`, `log`.
+ * The DataSourceV2 batch surface: the table ([[DeltaReplayTable]]) and its file index for Spark's
+ * file-based commands ([[DeltaReplayFileIndex]]), scan builder, scan and batch, the scan of
+ * aggregates answered from statistics ([[StatsAggregateScan]]), and the figures a scan reports
+ * ([[ScanMetrics]]). The scan plans lazily through `planning` and hands `read` its splits. Uses:
+ * `delta`, `log`, `skipping`, `index`, `planning`, `read`, `streaming` (the micro-batch stream a
+ * scan hands Spark).
  */
 package object scan

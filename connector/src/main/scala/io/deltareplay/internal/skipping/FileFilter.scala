@@ -1,6 +1,6 @@
 package io.deltareplay.internal.skipping
 
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.FileEntry
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.vectorized.ColumnarBatch

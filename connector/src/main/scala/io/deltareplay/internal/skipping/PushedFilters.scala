@@ -1,6 +1,6 @@
 package io.deltareplay.internal.skipping
 
-import io.deltareplay.internal.read.FileMetadata
+import org.apache.spark.sql.execution.datasources.FileFormat
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute,
   Expression,
@@ -60,7 +60,7 @@ private[deltareplay] object PushedFilters {
       f.references.nonEmpty && f.references.forall(a => isPartition(a.name.toLowerCase))
     // data columns only: not a partition column, not `_metadata` (no Parquet file holds either)
     def onData(f: Expression) = f.references.forall { a =>
-      !isPartition(a.name.toLowerCase) && a.name != FileMetadata.Column
+      !isPartition(a.name.toLowerCase) && a.name != FileFormat.METADATA_NAME
     }
     val usable = filters.filter(evaluable)
     val (partition, skipping) = usable.partition(onPartitions)

@@ -2,8 +2,6 @@ package io.deltareplay.internal.skipping
 
 import java.util.BitSet
 
-import io.deltareplay.internal.index.ColumnData
-import io.deltareplay.internal.replay.CheckpointFilter
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.types._
@@ -16,10 +14,10 @@ import org.apache.spark.unsafe.types.UTF8String
  * evaluating the predicate row by row (at 1M files the row-by-row evaluation is most of a selective
  * re-plan).
  *
- * It evaluates [[CheckpointFilter.relax]] of the predicate, which is true wherever the predicate is
- * true or null, so it never leaves out a row the predicate keeps; the predicate itself then runs on
- * the rows left in. Comparisons of whole numbers, dates, timestamps and binary-ordered strings are
- * evaluated; any other part counts as "may match".
+ * It evaluates [[Relax]] of the predicate, which is true wherever the predicate is true or null, so
+ * it never leaves out a row the predicate keeps; the predicate itself then runs on the rows left
+ * in. Comparisons of whole numbers, dates, timestamps and binary-ordered strings are evaluated; any
+ * other part counts as "may match".
  */
 private[deltareplay] final class SkipVector private (root: SkipVector.Node) {
 
@@ -31,7 +29,7 @@ private[deltareplay] object SkipVector {
 
   /** None when no part of `predicate` can be evaluated over columns (nothing to gain). */
   def apply(predicate: Expression, attributes: Seq[Attribute]): Option[SkipVector] = {
-    val relaxed = CheckpointFilter.relax(predicate, e => column(e, attributes).isDefined)
+    val relaxed = Relax(predicate, e => column(e, attributes).isDefined)
     compile(relaxed, attributes) match {
       case All => None
       case node => Some(new SkipVector(node))
@@ -118,12 +116,11 @@ private[deltareplay] object SkipVector {
       val (vs, leaf) = field.vectors(batch)
       (field.dataType, leaf) match {
         case (_: StringType, _) => rowByRow(vs, leaf, n)
-        case (_, numbers: ColumnData.LongCompare)
-            if vs.forall(_.isInstanceOf[ColumnData.NullWords]) =>
+        case (_, numbers: LongCompare) if vs.forall(_.isInstanceOf[NullWords]) =>
           // one loop in the column's own layout; a row with a null on the way is "may match"
           val words = new Array[Long]((n + 63) >>> 6)
           numbers.markCompared(asLong(literal), sign, words, n)
-          vs.foreach(v => if (v ne leaf) v.asInstanceOf[ColumnData.NullWords].orNulls(words))
+          vs.foreach(v => if (v ne leaf) v.asInstanceOf[NullWords].orNulls(words))
           BitSet.valueOf(words)
         case _ => rowByRow(vs, leaf, n)
       }
@@ -197,7 +194,7 @@ private[deltareplay] object SkipVector {
 
   /**
    * Whether the sign of `compare` (any int, as compare functions return) is one of `signs`: bit 0
-   * for less, bit 1 for equal, bit 2 for greater (the column layouts' loops, [[ColumnData]]'s
+   * for less, bit 1 for equal, bit 2 for greater (the column layouts' loops, index's `ColumnData`
    * `LongCompare`, test the same bits).
    */
   private[internal] def accepts(signs: Int, compare: Int): Boolean =

@@ -8,7 +8,7 @@ import scala.jdk.CollectionConverters._
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.TableSnapshot
-import io.deltareplay.internal.planning.{ReadConf, ScanPlanner}
+import io.deltareplay.internal.planning.{ReadConf, ScanPlanner, StreamOptions}
 import io.deltareplay.internal.read.DeltaReaderFactory
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession

@@ -2,9 +2,9 @@ package io.deltareplay.internal.streaming
 
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.index.{FileEntry, IndexCache}
-import io.deltareplay.internal.log.{LogReader, LogSegment, TableMeta, TableSnapshot}
-import io.deltareplay.internal.planning.{KeptFile, ReadConf, ReadPolicy, ScanPlanner}
+import io.deltareplay.internal.index.IndexCache
+import io.deltareplay.internal.log.{FileEntry, LogReader, LogSegment, TableMeta, TableSnapshot}
+import io.deltareplay.internal.planning.{KeptFile, ReadConf, ReadPolicy, ScanPlanner, StreamOptions}
 import io.deltareplay.internal.replay.DistributedReplay
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
@@ -161,7 +161,7 @@ private[deltareplay] class StreamPlanner(
       else from.version
     if (at >= 0 && at < start.version) {
       val then =
-        try Some(TableSnapshot.load(spark, start.tablePath.toString, Some(at), None, conf))
+        try Some(TableSnapshot.load(spark, start.tablePath.toString, Some(at), None, conf.log))
         catch {
           // as DeltaSource: without the table at the offset, a column-mapped table cannot be
           // checked, so it is not read; other tables go on (each commit is checked as it comes)
@@ -182,7 +182,7 @@ private[deltareplay] class StreamPlanner(
       }
     )
     val segment = start.segment.onlyCommits(Seq(status), version)
-    val reader = new LogReader(spark, segment, conf)
+    val reader = new LogReader(spark, segment, conf.log)
     reader.commitProtocolAndMetadata().foreach {
       case Right(m) => checkSchema(meta.withMetadata(m), version, atStart = false)
       case Left(p) => DeltaAdapter.checkReadable(start.table, meta.withProtocol(p))
@@ -227,7 +227,7 @@ private[deltareplay] class StreamPlanner(
         releaseSnapshot()
         val at =
           if (version == start.version) start
-          else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None, conf)
+          else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None, conf.log)
         val policy = ReadPolicy(spark, at, conf)
         val build = () => {
           val replayed = policy.index(needStats = false, keepPersisted = Some(storageLevel))
@@ -246,7 +246,8 @@ private[deltareplay] class StreamPlanner(
           ) None
           else {
             val started = System.nanoTime()
-            val replay = new DistributedReplay(spark, at.segment, conf, false, Some(policy.entry))
+            val replay =
+              new DistributedReplay(spark, at.segment, conf.replay, false, Some(policy.entry))
             replay.firstFiles(policy.entry, wanted.toInt).map { case (rows, how) =>
               val ms = (System.nanoTime() - started) / 1000000
               StreamSnapshot.First(rows, policy.entry, s"$how, in $ms ms")

@@ -1,7 +1,7 @@
 package io.deltareplay.internal.streaming
 
-import io.deltareplay.internal.index.{FileEntry, SnapshotOrder, TableIndex}
-import io.deltareplay.internal.log.TablePaths
+import io.deltareplay.internal.index.{SnapshotOrder, TableIndex}
+import io.deltareplay.internal.log.{FileEntry, TablePaths}
 import io.deltareplay.internal.planning.{KeptFile, ScanPlanner}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow

@@ -1,6 +1,6 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{FileAction, LiveFile, TableMeta, TablePaths}
+import io.deltareplay.internal.log.{FileAction, FileEntry, LiveFile, TableMeta, TablePaths}
 import io.deltareplay.internal.replay.LocalReplay
 import io.deltareplay.test.SharedSparkSession
 import org.apache.hadoop.conf.Configuration

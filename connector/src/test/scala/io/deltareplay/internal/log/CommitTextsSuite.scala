@@ -100,13 +100,13 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
         java.nio.file.Files.readAllBytes(file.toPath)
       }
       val first = new Thread(() => {
-        CommitTexts.bytes(spark, status, sessionConf)(slowRead()); ()
+        CommitTexts.bytes(spark, status, sessionConf.log)(slowRead()); ()
       })
       first.start()
       started.await()
       val second =
         new java.util.concurrent.FutureTask(() =>
-          CommitTexts.bytes(spark, status, sessionConf)(slowRead())
+          CommitTexts.bytes(spark, status, sessionConf.log)(slowRead())
         )
       val secondThread = new Thread(second)
       secondThread.start()
@@ -123,7 +123,7 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       val reading = new java.util.concurrent.CountDownLatch(1)
       val doomed = new Thread(() =>
         try {
-          CommitTexts.bytes(spark, status, sessionConf) {
+          CommitTexts.bytes(spark, status, sessionConf.log) {
             reading.countDown(); failing.await(); throw new java.io.IOException("gone")
           }; ()
         } catch { case _: java.io.IOException => () }
@@ -131,7 +131,9 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
       doomed.start()
       reading.await()
       val waiter = new java.util.concurrent.FutureTask(() =>
-        CommitTexts.bytes(spark, status, sessionConf)(java.nio.file.Files.readAllBytes(file.toPath))
+        CommitTexts.bytes(spark, status, sessionConf.log)(
+          java.nio.file.Files.readAllBytes(file.toPath)
+        )
       )
       val waiterThread = new Thread(waiter)
       waiterThread.start()

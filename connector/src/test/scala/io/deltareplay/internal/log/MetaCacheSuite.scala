@@ -30,7 +30,7 @@ class MetaCacheSuite extends AnyFunSuite with DeltaOracle {
   private def load(path: String, version: Option[Long] = None): TableSnapshot = {
     spark.sparkContext.hadoopConfiguration
       .set("fs.countfs.impl", classOf[OpenCountingFileSystem].getName)
-    TableSnapshot.load(spark, s"countfs://$path", version, None, sessionConf)
+    TableSnapshot.load(spark, s"countfs://$path", version, None, sessionConf.log)
   }
 
   private def uncached(path: String, version: Long): TableMeta =

@@ -1,6 +1,6 @@
 package io.deltareplay.internal.replay
 
-import io.deltareplay.internal.index.FileEntry
+import io.deltareplay.internal.log.FileEntry
 import io.deltareplay.internal.log.{LiveFile, TableMeta}
 import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
 import io.deltareplay.test.DeltaOracle

@@ -7,9 +7,9 @@ import java.sql.{Date, Timestamp}
 import scala.jdk.CollectionConverters._
 import scala.util.Random
 
-import io.deltareplay.internal.index.{EntryChunk, FileEntry}
-import io.deltareplay.internal.log.{LiveFile, LogReader, TableSnapshot}
-import io.deltareplay.internal.replay.{CheckpointFilter, CheckpointLayout, LocalReplay, TailFilter}
+import io.deltareplay.internal.index.EntryChunk
+import io.deltareplay.internal.log.{CheckpointLayout, FileEntry, LiveFile, LogReader, TableSnapshot}
+import io.deltareplay.internal.replay.{CheckpointFilter, LocalReplay, TailFilter}
 import io.deltareplay.test.{SharedSparkSession, SparkDefaults}
 import org.apache.spark.sql.{functions, Column, DataFrame, Row}
 import org.apache.spark.sql.catalyst.expressions.{Expression, PredicateHelper}
@@ -259,10 +259,10 @@ class DataSkippingSuite
 
         phase("write")
         // the files and the statistics delta-spark wrote, as this connector's log replay reads them
-        val snapshot = TableSnapshot.load(spark, path, None, None, sessionConf)
+        val snapshot = TableSnapshot.load(spark, path, None, None, sessionConf.log)
         val files = LocalReplay
           .run(
-            new LogReader(spark, snapshot.segment, sessionConf),
+            new LogReader(spark, snapshot.segment, sessionConf.log),
             snapshot.segment,
             needStats = true
           )

@@ -1,4 +1,4 @@
-package io.deltareplay.internal.read
+package io.deltareplay.internal.log
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat

@@ -1,10 +1,9 @@
-package io.deltareplay.internal.log
+package io.deltareplay.internal.replay
 
 import java.util.concurrent.{Callable, ExecutionException, Future}
 
 import io.deltareplay.internal.index.IndexCache
-import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.replay.{DistributedReplay, LocalReplay}
+import io.deltareplay.internal.log.{LogReader, LogSegment, MetaCache, TableSnapshot}
 import io.deltareplay.internal.session.SessionState
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -68,7 +67,7 @@ private[deltareplay] object TailPrefetch extends Logging {
       spark: SparkSession,
       snapshot: TableSnapshot,
       withStats: Boolean,
-      conf: ReadConf
+      conf: ReplaySettings
   ): Unit = {
     val segment = snapshot.segment
     if (
@@ -85,7 +84,11 @@ private[deltareplay] object TailPrefetch extends Logging {
           if (!pending.containsKey(k)) {
             val task: Callable[LocalReplay.Reconciler] =
               () =>
-                LocalReplay.reconcile(new LogReader(spark, segment, conf), segment.paths, withStats)
+                LocalReplay.reconcile(
+                  new LogReader(spark, segment, conf.log),
+                  segment.paths,
+                  withStats
+                )
             pending.put(k, new Pending(withStats, pool.submit(task), System.currentTimeMillis()))
           }
         }

@@ -1,4 +1,4 @@
-package io.deltareplay.internal.streaming
+package io.deltareplay.internal.planning
 
 import java.util.Locale
 

@@ -1,6 +1,5 @@
-package io.deltareplay.internal.index
+package io.deltareplay.internal.log
 
-import io.deltareplay.internal.log.{DvDescriptor, LiveFile, TableMeta, TablePaths}
 import org.apache.spark.sql.Column
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._

@@ -1,4 +1,4 @@
-package io.deltareplay.internal.streaming
+package io.deltareplay.internal.planning
 
 import io.deltareplay.DeltaReplayException
 import org.scalatest.funsuite.AnyFunSuite

@@ -1,7 +1,5 @@
-package io.deltareplay.internal.replay
+package io.deltareplay.internal.log
 
-import io.deltareplay.internal.index.FileEntry
-import io.deltareplay.internal.log.{FileAction, FooterFacts, LiveFile}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.types._
