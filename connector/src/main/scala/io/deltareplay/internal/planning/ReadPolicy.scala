@@ -231,8 +231,7 @@ private[deltareplay] final case class ReadPolicy(
                   Some(entry),
                   Some(byQuery)
                 )
-              val (index, mode, actions, tasks) = replay.index(entry, snapshot.meta.tableId)
-              ReplayResult(index, mode, actions, 0, tasks, narrowed = true)
+              replay.index(entry, snapshot.meta.tableId).copy(narrowed = true)
             }
           }
           if (conf.stateCache) NarrowedIndexes.put(this, filter, needStats, r)

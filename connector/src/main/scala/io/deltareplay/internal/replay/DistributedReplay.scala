@@ -2,7 +2,7 @@ package io.deltareplay.internal.replay
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.index.{DriverIndex, SnapshotKeys}
+import io.deltareplay.internal.index.{DriverIndex, ReplayResult, SnapshotKeys}
 import io.deltareplay.internal.log.{
   CheckpointLayout,
   DvDescriptor,
@@ -61,7 +61,7 @@ private[deltareplay] class DistributedReplay(
   /**
    * The snapshot index of the segment's version on the driver: each replay task turns its live
    * files into [[FileEntry]] columns (statistics parsed there, in parallel) and the driver keeps
-   * the chunks it receives. Returns (index, mode label, actions replayed, tasks run). With
+   * the chunks it receives, with what the build did (mode label, actions replayed, tasks run). With
    * `maxDriverBytes`, the job stops once the chunks the driver received pass it
    * ([[IndexOverBudget]]): an index that big would not be kept.
    */
@@ -69,7 +69,7 @@ private[deltareplay] class DistributedReplay(
       entry: FileEntry,
       tableId: String,
       maxDriverBytes: Long = Long.MaxValue
-  ): (DriverIndex, String, Long, Int) = {
+  ): ReplayResult = {
     val p = paths
     val ((index, actions), tasks) =
       Replay.inJobGroup(
@@ -132,7 +132,7 @@ private[deltareplay] class DistributedReplay(
           )
         }
       }
-    (index, modeLabel, actions, tasks)
+    ReplayResult(index, modeLabel, actions, millis = 0L, replayTasks = tasks)
   }
 
   /**

@@ -76,10 +76,8 @@ private[deltareplay] object Replay {
       maxDriverBytes: Long = Long.MaxValue
   ): ReplayResult =
     if (distributed) {
-      val (index, mode, actions, tasks) =
-        new DistributedReplay(spark, segment, conf, needStats, Some(entry))
-          .index(entry, tableId, maxDriverBytes)
-      ReplayResult(index, mode, actions, 0L, tasks)
+      new DistributedReplay(spark, segment, conf, needStats, Some(entry))
+        .index(entry, tableId, maxDriverBytes)
     } else {
       val (files, actions) =
         LocalReplay.run(new LogReader(spark, segment, conf.log), segment, needStats)
