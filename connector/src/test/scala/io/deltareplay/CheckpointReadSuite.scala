@@ -2,6 +2,7 @@ package io.deltareplay
 
 import java.io.File
 
+import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.test.DeltaOracle
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
@@ -80,7 +81,7 @@ class CheckpointReadSuite extends AnyFunSuite with DeltaOracle {
       // (a new DataFrame for each setting: a DataFrame keeps the plan it made first)
       def ours = SparkBridge.readFiles(
         spark,
-        new RowSplitParquetFormat,
+        new RowSplitParquetFormat(ReadConf(spark, Map.empty).checkpointRowSplits),
         spark_.schema,
         Seq(status),
         Map.empty

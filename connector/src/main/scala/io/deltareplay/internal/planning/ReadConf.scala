@@ -37,6 +37,7 @@ private[deltareplay] case class ReadConf(
     stateCache: Boolean,
     filterCheckpoint: Boolean,
     checkpointTwoPass: Boolean,
+    checkpointRowSplits: Boolean,
     indexInBackground: Boolean,
     stateCacheBudgetBytes: Long,
     stateMaxTailBytes: Long,
@@ -64,6 +65,7 @@ private[deltareplay] case class ReadConf(
     tailFastPathMaxBytes,
     tailBroadcastMaxBytes,
     checkpointTwoPass,
+    checkpointRowSplits,
     stateMaxTailBytes,
     prefetchTail,
     log
@@ -142,6 +144,7 @@ private[deltareplay] object ReadConf {
       stateCache = bool(O.StateCache),
       filterCheckpoint = bool(O.FilterCheckpoint),
       checkpointTwoPass = bool(O.CheckpointTwoPass),
+      checkpointRowSplits = bool(O.CheckpointRowSplits),
       indexInBackground = bool(O.IndexInBackground),
       stateCacheBudgetBytes = long(O.StateCacheMaxBytes) match {
         case 0L => Runtime.getRuntime.maxMemory() / 10

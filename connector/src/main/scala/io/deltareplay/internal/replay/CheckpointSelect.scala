@@ -126,11 +126,12 @@ private[deltareplay] object CheckpointSelect {
       entry: FileEntry,
       typed: Option[DataType],
       needStats: Boolean,
+      rowSplits: Boolean,
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): RDD[InternalRow] = {
     val fields = layout.selectFields(needStats, typed)
-    val selected = select(spark, files, fields, filter, rowsRead, rowsDecoded)
+    val selected = select(spark, files, fields, filter, rowSplits, rowsRead, rowsDecoded)
     val condition = selected.condition
     val timeZone = spark.sessionState.conf.sessionLocalTimeZone
     val toEntry = layout.entryOfAdd(entry, fields, typed, needStats, timeZone)
@@ -150,12 +151,13 @@ private[deltareplay] object CheckpointSelect {
       files: Seq[FileStatus],
       addType: StructType,
       filter: Column,
+      rowSplits: Boolean,
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): Selected = {
     val decoded = new StructType().add("add", addType)
     val (condition, pass) = firstPass(spark, decoded, filter)
-    val readPass = new RowSplitParquetFormat().buildReaderWithPartitionValues(
+    val readPass = new RowSplitParquetFormat(rowSplits).buildReaderWithPartitionValues(
       spark,
       pass.schema,
       new StructType(),
@@ -167,7 +169,7 @@ private[deltareplay] object CheckpointSelect {
     // building the whole-file reader also puts the read schema and Spark's Parquet settings into
     // `conf`, which the row reader of the second pass reads them from
     val conf = spark.sessionState.newHadoopConf()
-    val readWhole = new RowSplitParquetFormat().buildReaderWithPartitionValues(
+    val readWhole = new RowSplitParquetFormat(rowSplits).buildReaderWithPartitionValues(
       spark,
       decoded,
       new StructType(),
@@ -178,8 +180,8 @@ private[deltareplay] object CheckpointSelect {
     )
     val settings = DeltaReplayParquetRows.settings(spark)
     // both passes must read the same rows of a split: both by rows, or both by row groups
-    val byRowsFirst = RowSplitParquetFormat.splitsByRows(spark, pass.schema)
-    val byRows = byRowsFirst && RowSplitParquetFormat.splitsByRows(spark, decoded)
+    val byRowsFirst = RowSplitParquetFormat.splitsByRows(rowSplits, spark, pass.schema)
+    val byRows = byRowsFirst && RowSplitParquetFormat.splitsByRows(rowSplits, spark, decoded)
     val sharedConf = spark.sparkContext.broadcast(new SerializableConfiguration(conf))
     // by rows: splits sized as a file scan sizes them (Spark's rule: `maxPartitionBytes`, the open
     // cost and the cores), each reading the rows of its byte range (in both passes); by row groups:

@@ -362,6 +362,7 @@ private[deltareplay] class DistributedReplay(
         entry,
         statsParsed,
         needStats,
+        conf.checkpointRowSplits,
         selectedRead,
         selectedDecoded
       )
@@ -464,7 +465,13 @@ private[deltareplay] class DistributedReplay(
           files,
           strict + ("mode" -> "FAILFAST")
         )
-      case _ => SparkBridge.readFiles(spark, new RowSplitParquetFormat, schema, files, strict)
+      case _ => SparkBridge.readFiles(
+          spark,
+          new RowSplitParquetFormat(conf.checkpointRowSplits),
+          schema,
+          files,
+          strict
+        )
     }
   }
 
@@ -502,7 +509,7 @@ private[deltareplay] class DistributedReplay(
           // the filter over the fields the selection reads: a statistic only the left-out JSON
           // holds is unknown there (may match)
           CheckpointSelect
-            .select(spark, fs, fields, f, selectedRead, selectedDecoded)
+            .select(spark, fs, fields, f, conf.checkpointRowSplits, selectedRead, selectedDecoded)
             .frame(spark)
             .where(f)
             .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))

@@ -27,6 +27,7 @@ private[deltareplay] final case class ReplaySettings(
     tailFastPathMaxBytes: Long,
     tailBroadcastMaxBytes: Long,
     checkpointTwoPass: Boolean,
+    checkpointRowSplits: Boolean,
     stateMaxTailBytes: Long,
     prefetchTail: Boolean,
     log: LogSettings

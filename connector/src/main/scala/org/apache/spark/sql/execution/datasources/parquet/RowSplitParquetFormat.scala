@@ -14,7 +14,6 @@ import org.apache.parquet.hadoop.metadata.BlockMetaData
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.internal.column.columnindex.OffsetIndex
 import org.apache.parquet.internal.filter2.columnindex.RowRanges
-import io.deltareplay.DeltaReplayOptions
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -48,7 +47,7 @@ import org.apache.spark.util.SerializableConfiguration
  * filter pushed to Parquet prunes only in Spark's reader: the rows of a split read here are all
  * returned, and the scan's filter drops them after, as it does for any row a pushed filter keeps.
  */
-class RowSplitParquetFormat extends ParquetFileFormat {
+class RowSplitParquetFormat(rowSplits: Boolean) extends ParquetFileFormat {
 
   override def toString: String = "Parquet (row splits)"
 
@@ -74,6 +73,7 @@ class RowSplitParquetFormat extends ParquetFileFormat {
     )
     val sqlConf = sparkSession.asInstanceOf[ClassicSession].sessionState.conf
     val byRows = RowSplitParquetFormat.splitsByRows(
+      rowSplits,
       sparkSession,
       StructType(requiredSchema.fields ++ partitionSchema.fields)
     )
@@ -98,13 +98,13 @@ object RowSplitParquetFormat {
 
   /**
    * Whether a read of `schema` (its columns and partition columns) divides row groups by rows: when
-   * the session turned row splits on (`spark.deltareplay.replay.checkpointRowSplits`) and Spark's
+   * the read's settings turn row splits on (`rowSplits`: `replay.checkpointRowSplits`) and Spark's
    * vectorized reader serves it.
    */
-  def splitsByRows(spark: SparkSession, schema: StructType): Boolean = {
+  def splitsByRows(rowSplits: Boolean, spark: SparkSession, schema: StructType): Boolean = {
     val conf = spark.asInstanceOf[ClassicSession].sessionState.conf
-    conf.getConfString(DeltaReplayOptions.CheckpointRowSplitsKey, "false").toBoolean &&
-    conf.parquetVectorizedReaderEnabled && ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
+    rowSplits && conf.parquetVectorizedReaderEnabled &&
+    ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
   }
 }
 
