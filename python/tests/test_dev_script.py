@@ -45,3 +45,23 @@ def test_no_colour_when_stdout_is_not_a_terminal() -> None:
     assert out.stdout.split() == ["false", "1"], out
     # build/sbt hands it to sbt
     assert '-Dsbt.color="${SBT_COLOR:-auto}"' in (DEV.parent / "build" / "sbt").read_text()
+
+
+def test_a_failed_build_step_fails_the_build_even_when_called_with_or() -> None:
+    # bootstrap_and_build runs `"$builder" || rc=$?`, where bash ignores `set -e` inside the
+    # function: a failed format check used to go on and copy an earlier build's jar
+    stubs = (
+        "sbt=false\n"
+        "copy_jar() { echo copied; }\n"
+        "scripts/s3proxy.sh() { :; }\n"
+        "connector_version() { echo 0; }\n"
+    )
+    for name in ("build", "build_jar"):
+        script = f"set -euo pipefail\n{stubs}{_function(name)}\nrc=0\n{name} || rc=$?\necho rc=$rc"
+        out = _bash(script)
+        assert "copied" not in out.stdout and "rc=1" in out.stdout, (name, out)
+    ok = _bash(
+        f"set -euo pipefail\nsbt=true\n{stubs.replace('sbt=false', '')}"
+        f"{_function('build_jar')}\nbuild_jar || echo failed"
+    )
+    assert ok.stdout.strip() == "copied", ok

@@ -465,7 +465,8 @@ private[deltareplay] class DistributedReplay(
           files,
           strict + ("mode" -> "FAILFAST")
         )
-      case _ => SparkBridge.readFiles(
+      case _ =>
+        SparkBridge.readFiles(
           spark,
           new RowSplitParquetFormat(conf.checkpointRowSplits),
           schema,
