@@ -1,5 +1,6 @@
 """Docs that hold: every relative link in README.md and docs/**/*.md names a file in the repo,
-and every Python block there is found, runnable or marked (test_packaging.py runs the
+every Scaladoc link in the connector's sources names something they define, and every Python
+block there is found, runnable or marked (test_packaging.py runs the
 runnable ones from the wheel in a clean venv, test_connect.py the Connect one)."""
 
 from __future__ import annotations
@@ -126,3 +127,39 @@ def test_the_marker_parser(tmp_path: Path) -> None:
         ("python", "connect", "c", 13),
         ("", None, "plain", 16),
     ]
+
+
+SCALA_MAIN = ROOT / "connector" / "src" / "main" / "scala"
+ROOMS = {p.name for p in (SCALA_MAIN / "io" / "deltareplay" / "internal").iterdir() if p.is_dir()}
+
+
+def dangling_scaladoc_links(root: Path = SCALA_MAIN) -> list[str]:
+    """``[[Name]]`` links in the Scala sources whose names the sources do not define (a class,
+    object, trait, def, val, type or constructor parameter of that name); links into Spark, Java or
+    Scala are not checked. Scaladoc itself would say so only when the docs are built."""
+    texts = {p: p.read_text() for p in root.rglob("*.scala")}
+    kinds = r"\b(?:class|object|trait|def|val|var|type)\s+([A-Za-z_]\w*)"
+    params = r"[(,]\s*(?:val\s+|var\s+)?([a-z]\w*)\s*:"
+    defined = {n for t in texts.values() for n in re.findall(kinds, t) + re.findall(params, t)}
+    dangling = []
+    for path, text in texts.items():
+        for match in re.finditer(r"\[\[([^\]\s|]+)", text):
+            target = match.group(1)
+            if re.match(r"(org|java|javax|scala|com)\.", target):
+                continue
+            names = re.split(r"[.#]", target.removeprefix("io.deltareplay."))
+            names = [n.split("(")[0].rstrip("$") for n in names if n and n != "internal"]
+            if any(n not in defined and n not in ROOMS for n in names):
+                line = text[: match.start()].count("\n") + 1
+                dangling.append(f"{path.relative_to(root)}:{line}: [[{target}]]")
+    return dangling
+
+
+def test_scaladoc_links_name_what_the_sources_define(tmp_path: Path) -> None:
+    assert dangling_scaladoc_links() == []
+    probe = tmp_path / "P.scala"
+    probe.write_text(
+        "/** See [[Here]], [[Here.apply]], [[org.apache.spark.sql.Row]] and [[Gone]]. */\n"
+        "object Here { def apply(x: Int): Int = x }\n"
+    )
+    assert dangling_scaladoc_links(tmp_path) == ["P.scala:1: [[Gone]]"]

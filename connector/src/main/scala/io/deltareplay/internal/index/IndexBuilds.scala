@@ -286,8 +286,8 @@ private[deltareplay] object IndexBuilds extends Logging {
      * Whether a query's rows are still on their way to a PySpark driver: Spark pickles them (or
      * writes their Arrow batches) in a thread of its own, named `serve...` (`serve-DataFrame`,
      * `serve-Arrow`, `serve toLocalIterator`), after the query's execution has ended, while Python
-     * decodes them; a build started then takes the cores both need (a first query of 100,000 rows
-     * took seconds longer).
+     * decodes them; a build started then takes the cores both need, and the first query's rows
+     * reach Python later.
      */
     private def servingResults(): Boolean = {
       var group = Thread.currentThread.getThreadGroup

@@ -115,7 +115,7 @@ private[deltareplay] object ReadConf {
    * Whether the executors run in the driver's JVM (`local`, `local[n]`; not `local-cluster`). An
    * index lives on the executors when the driver's heap is too small for it (`planning.mode` auto),
    * so there it is kept on disk by default: in memory it would fill that same heap's storage pool
-   * (a 10M-file index in a 2 GB driver left too little memory for the query's own tasks).
+   * and leave too little memory for the query's own tasks.
    */
   def executorsInDriver(master: String): Boolean =
     master == "local" || master.startsWith("local[")

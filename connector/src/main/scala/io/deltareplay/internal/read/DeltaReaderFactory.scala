@@ -99,7 +99,7 @@ private[deltareplay] case class DeltaReaderFactory(
         }
     }
 
-  /** Makes `conf` the one its readers share, where they may ([[shareConf]]); once per JVM. */
+  /** Makes `conf` the one its readers share, where they may (`shareConf`); once per JVM. */
   private def shared(): Unit = if (shareConf) SharedJobConf.share(conf.value)
 
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {

@@ -308,7 +308,7 @@ private[deltareplay] class DistributedReplay(
     segment.checkpointVersion.isDefined && segment.commits.nonEmpty &&
       segment.commitBytes <= conf.tailBroadcastMaxBytes
 
-  /** Whether the checkpoint's adds are read through [[checkpointFilter]] (fast path only). */
+  /** Whether the checkpoint's adds are read through `checkpointFilter` (fast path only). */
   def filtersCheckpoint: Boolean = useFastPath && checkpointFilter.exists(_.filters)
 
   /**
@@ -389,7 +389,7 @@ private[deltareplay] class DistributedReplay(
 
   /**
    * The type of the statistics taken typed from a checkpoint's `add.stats_parsed` (when asked for,
-   * [[typedStats]]): the index entry's statistics struct. Such rows carry no JSON statistics.
+   * `typedStats`): the index entry's statistics struct. Such rows carry no JSON statistics.
    */
   private val statsParsed = typedStats.filter(_ => needStats).map(_.statsSchema)
 

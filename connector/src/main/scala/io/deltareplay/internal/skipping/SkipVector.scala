@@ -11,8 +11,7 @@ import org.apache.spark.unsafe.types.UTF8String
 /**
  * A first pass of a skipping predicate over whole columns of an index chunk: the rows it may
  * accept, found by comparing a column with a literal in one loop per comparison instead of
- * evaluating the predicate row by row (at 1M files the row-by-row evaluation is most of a selective
- * re-plan).
+ * evaluating the predicate row by row (which, on a large index, is most of a selective re-plan).
  *
  * It evaluates [[Relax]] of the predicate, which is true wherever the predicate is true or null, so
  * it never leaves out a row the predicate keeps; the predicate itself then runs on the rows left

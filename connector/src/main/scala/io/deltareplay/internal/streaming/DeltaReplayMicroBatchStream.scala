@@ -19,7 +19,7 @@ import org.apache.spark.storage.StorageLevel
 
 /**
  * The streaming source: first the files live at the start version (the initial snapshot, see
- * [[SnapshotIndex]]), then the data-changing adds of each later commit in log order. Offsets are
+ * [[StreamSnapshot]]), then the data-changing adds of each later commit in log order. Offsets are
  * [[StreamOffset]]s, compatible with delta-spark's DeltaSource. The DSv2 surface only: what to read
  * next is worked out by [[StreamPlanner]].
  */
