@@ -7,8 +7,8 @@ import org.apache.spark.util.SerializableConfiguration
 /**
  * The Hadoop configuration of a scan's file readers, shared by all of them as it is. Spark's
  * Parquet reader makes a task attempt context for each file it opens, and Hadoop's context copies
- * every property of any configuration that is not a `JobConf` (a large share of a read of many small
- * files' CPU). This one is a `JobConf`, so the contexts use it as it is.
+ * every property of any configuration that is not a `JobConf` (a large share of a read of many
+ * small files' CPU). This one is a `JobConf`, so the contexts use it as it is.
  *
  * Shared means no reader may change it for itself. Spark's reader writes one thing to its context's
  * configuration, the Parquet filter it pushes for the file at hand, so only scans that push no
