@@ -92,9 +92,14 @@ def code_of(source: str) -> str:
     return "".join(out)
 
 
+def rooms_in(internal: Path = INTERNAL) -> set[str]:
+    """The rooms: the sub-packages of ``internal``."""
+    return {p.name for p in internal.iterdir() if p.is_dir()}
+
+
 def references(internal: Path = INTERNAL) -> dict[tuple[str, str], set[str]]:
     """(from room, to room) -> the names of ``to`` that ``from``'s main sources use."""
-    rooms = {p.name for p in internal.iterdir() if p.is_dir()}
+    rooms = rooms_in(internal)
     found: dict[tuple[str, str], set[str]] = defaultdict(set)
     for room in sorted(rooms):
         for path in sorted((internal / room).rglob("*.scala")):
@@ -114,7 +119,7 @@ def imported_names(names: str) -> list[str]:
 def declared_uses(internal: Path = INTERNAL) -> dict[str, set[str]]:
     """Each room's ``Uses:`` line (the rooms named in backticks after it, up to the next period
     that ends a sentence) from its package doc."""
-    rooms = {p.name for p in internal.iterdir() if p.is_dir()}
+    rooms = rooms_in(internal)
     declared = {}
     for room in sorted(rooms):
         doc = (internal / room / "package.scala").read_text()
@@ -156,7 +161,7 @@ def write_graph(page: Path = ARCHITECTURE) -> None:
 
 
 def test_every_room_is_in_a_layer() -> None:
-    assert {p.name for p in INTERNAL.iterdir() if p.is_dir()} == set(LAYERS)
+    assert rooms_in() == set(LAYERS)
 
 
 def test_references_point_down_the_layers_except_the_listed_ones() -> None:

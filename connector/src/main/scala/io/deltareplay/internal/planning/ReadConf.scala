@@ -62,7 +62,6 @@ private[deltareplay] case class ReadConf(
     replayMode,
     distributedThresholdBytes,
     replayPartitions,
-    tailFastPathMaxBytes,
     tailBroadcastMaxBytes,
     checkpointTwoPass,
     checkpointRowSplits,

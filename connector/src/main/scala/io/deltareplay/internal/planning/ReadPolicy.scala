@@ -195,7 +195,7 @@ private[deltareplay] final case class ReadPolicy(
       (conf.replayMode != ReplayMode.Auto) -> s"replay.mode is ${conf.replayMode.name}",
       (!byQuery.filters) -> "", // nothing to narrow by
       (!replaysDistributed && !commitsNarrowOnDriver) -> "a small log, replayed on the driver",
-      (!DistributedReplay.fastPath(segment, conf.replay) && !commitsNarrowOnDriver) ->
+      (!conf.replay.fastPath(segment) && !commitsNarrowOnDriver) ->
         "no checkpoint, or commits after it over replay.tailFastPathMaxBytes",
       cachedState(needStats).isDefined -> "an index of this version is cached",
       (home != Home.Driver) -> "the index of this version lives on the executors"

@@ -290,7 +290,7 @@ private[deltareplay] class DistributedReplay(
     } else if (filtersCheckpoint) "distributed (map-side filter, checkpoint filtered by the query)"
     else "distributed (map-side filter)"
 
-  private def useFastPath: Boolean = DistributedReplay.fastPath(segment, conf)
+  private def useFastPath: Boolean = conf.fastPath(segment)
 
   /**
    * Rows of checkpoint files read in two passes ([[CheckpointSelect]]): rows whose filter columns
@@ -456,24 +456,11 @@ private[deltareplay] class DistributedReplay(
   /** Log files read exactly (no globbing, no file skipped); Parquet split by rows, not groups. */
   private def read(format: String, schema: StructType, files: Seq[FileStatus]): DataFrame = {
     val strict = Map("ignoreCorruptFiles" -> "false", "ignoreMissingFiles" -> "false")
-    format match {
-      case "json" =>
-        SparkBridge.readFiles(
-          spark,
-          new JsonFileFormat,
-          schema,
-          files,
-          strict + ("mode" -> "FAILFAST")
-        )
-      case _ =>
-        SparkBridge.readFiles(
-          spark,
-          new RowSplitParquetFormat(conf.checkpointRowSplits),
-          schema,
-          files,
-          strict
-        )
+    val (fileFormat, options) = format match {
+      case "json" => (new JsonFileFormat, strict + ("mode" -> "FAILFAST"))
+      case _ => (new RowSplitParquetFormat(conf.checkpointRowSplits), strict)
     }
+    SparkBridge.readFiles(spark, fileFormat, schema, files, options)
   }
 
   /** Adds and removes of the commits, version from the file name. */
@@ -589,13 +576,6 @@ private[deltareplay] object DistributedReplay {
       org.apache.spark.sql.catalyst.expressions.UnsafeProjection.create(entry.fromLiveFile)
     rows.map { case (t, k, r) => (t, k, toEntry(r).copy(): InternalRow) }
   }
-
-  /**
-   * Whether a replay of `segment` takes the fast path: a checkpoint and a tail of at most
-   * `tailFastPathMaxBytes` reconciled on the driver.
-   */
-  def fastPath(segment: LogSegment, conf: ReplaySettings): Boolean =
-    segment.tailWithin(conf.tailFastPathMaxBytes)
 
   /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
   def scannedRows(plan: SparkPlan): Long = {

@@ -3,7 +3,15 @@ package io.deltareplay.internal.replay
 import scala.collection.mutable
 
 import io.deltareplay.internal.index.IndexBuilds
-import io.deltareplay.internal.log.{FileAction, LiveFile, LogReader, LogSegment, TablePaths}
+import io.deltareplay.internal.log.{
+  FileAction,
+  LiveFile,
+  LogReader,
+  LogSegment,
+  LogSettings,
+  TablePaths
+}
+import org.apache.spark.sql.SparkSession
 
 /**
  * The replay rules of [[Replay]] on the driver, with no Spark job: a hash map from key to the
@@ -67,6 +75,13 @@ private[deltareplay] object LocalReplay {
   }
 
   /** The commits `reader` reads, reconciled (keys resolved against `paths`). */
+  def reconcile(
+      spark: SparkSession,
+      segment: LogSegment,
+      settings: LogSettings,
+      withStats: Boolean
+  ): Reconciler = reconcile(new LogReader(spark, segment, settings), segment.paths, withStats)
+
   def reconcile(reader: LogReader, paths: TablePaths, withStats: Boolean): Reconciler = {
     val tail = new Reconciler(paths)
     tail.applyInOrder(reader.commitActions(withStats))

@@ -50,11 +50,8 @@ private[deltareplay] object Replay {
       IndexCache.commitsAfter(spark, segment, cached.version).collect {
         case commits
             if commits.map(_.getLen).sum <= math.min(segment.totalBytes, conf.stateMaxTailBytes) =>
-          val tail = LocalReplay.reconcile(
-            new LogReader(spark, segment.onlyCommits(commits), conf.log),
-            segment.paths,
-            cached.withStats
-          )
+          val tail =
+            LocalReplay.reconcile(spark, segment.onlyCommits(commits), conf.log, cached.withStats)
           val index = cached.index.rolledForward(spark, tail, segment.version)
           val mode = s"incremental (v${cached.version} + ${commits.size} commits)"
           ReplayResult(index, mode, tail.count, 0L, 0)
@@ -103,7 +100,7 @@ private[deltareplay] object Replay {
       needStats: Boolean
   ): ReplayResult = {
     val commits =
-      LocalReplay.reconcile(new LogReader(spark, segment, conf.log), segment.paths, needStats)
+      LocalReplay.reconcile(spark, segment, conf.log, needStats)
     val live = commits.liveFiles()
     val byQuery = new TailFilter(entry, filter)
     val kept = if (byQuery.narrows) live.filter(byQuery.keeps) else live

@@ -2,7 +2,7 @@ package io.deltareplay.internal.replay
 
 import io.deltareplay.{DeltaReplayOptions => O}
 import io.deltareplay.DeltaReplayOptions.Named
-import io.deltareplay.internal.log.LogSettings
+import io.deltareplay.internal.log.{LogSegment, LogSettings}
 
 /** How the replay runs: on the driver, as a Spark job, or chosen by log size. */
 private[deltareplay] sealed trait ReplayMode extends Named
@@ -24,11 +24,20 @@ private[deltareplay] final case class ReplaySettings(
     replayMode: ReplayMode,
     distributedThresholdBytes: Long,
     replayPartitions: Int,
-    tailFastPathMaxBytes: Long,
     tailBroadcastMaxBytes: Long,
     checkpointTwoPass: Boolean,
     checkpointRowSplits: Boolean,
     stateMaxTailBytes: Long,
     prefetchTail: Boolean,
     log: LogSettings
-)
+) {
+
+  /** Commits after a checkpoint up to this many bytes are reconciled on the driver (the log's). */
+  def tailFastPathMaxBytes: Long = log.tailFastPathMaxBytes
+
+  /**
+   * Whether a replay of `segment` takes the fast path: a checkpoint and a tail of at most
+   * `tailFastPathMaxBytes` reconciled on the driver.
+   */
+  def fastPath(segment: LogSegment): Boolean = segment.tailWithin(tailFastPathMaxBytes)
+}

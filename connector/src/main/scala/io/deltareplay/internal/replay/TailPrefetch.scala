@@ -3,7 +3,7 @@ package io.deltareplay.internal.replay
 import java.util.concurrent.{Callable, ExecutionException, Future}
 
 import io.deltareplay.internal.index.IndexCache
-import io.deltareplay.internal.log.{LogReader, LogSegment, MetaCache, TableSnapshot}
+import io.deltareplay.internal.log.{LogSegment, MetaCache, TableSnapshot}
 import io.deltareplay.internal.session.SessionState
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -72,7 +72,7 @@ private[deltareplay] object TailPrefetch extends Logging {
     val segment = snapshot.segment
     if (
       conf.prefetchTail && segment.commits.nonEmpty &&
-      segment.commitBytes <= MaxTailBytes && DistributedReplay.fastPath(segment, conf) &&
+      segment.commitBytes <= MaxTailBytes && conf.fastPath(segment) &&
       IndexCache
         .lookup(spark, segment.paths.root, snapshot.meta.tableId, segment.version, withStats)
         .isEmpty
@@ -83,12 +83,7 @@ private[deltareplay] object TailPrefetch extends Logging {
           expire(pending)
           if (!pending.containsKey(k)) {
             val task: Callable[LocalReplay.Reconciler] =
-              () =>
-                LocalReplay.reconcile(
-                  new LogReader(spark, segment, conf.log),
-                  segment.paths,
-                  withStats
-                )
+              () => LocalReplay.reconcile(spark, segment, conf.log, withStats)
             pending.put(k, new Pending(withStats, pool.submit(task), System.currentTimeMillis()))
           }
         }

@@ -32,10 +32,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 private[deltareplay] object RouteDeltaReads extends Logging {
 
   /** Whether two qualified table paths name one table. */
-  def sameTable(a: String, b: String): Boolean =
-    new org.apache.hadoop.fs.Path(a).toUri.normalize == new org.apache.hadoop.fs.Path(
-      b
-    ).toUri.normalize
+  def sameTable(a: String, b: String): Boolean = {
+    def uri(p: String) = new org.apache.hadoop.fs.Path(p).toUri.normalize
+    uri(a) == uri(b)
+  }
 
   /** A read of this connector being resolved anew: [[RouteDeltaReads.resolveNewest]]'s marker. */
   private[routing] final case class Resolving(relation: DataSourceV2Relation) extends LeafNode {
