@@ -71,25 +71,6 @@ is_ours() {
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "kafka.Kafka $dir/server.properties"
 }
 
-
-free_ports() { # two distinct free TCP ports on 127.0.0.1
-  python3 - <<'EOF'
-import socket
-socks = []
-for _ in range(2):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-for s in socks:
-    s.close()
-EOF
-}
-
-port_open() { # port_open PORT: can we connect to 127.0.0.1:PORT?
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
 cluster_id() { # a Kafka Uuid: 16 random bytes, base64url without padding
   # Like Kafka's own Uuid.randomUuid, never one that starts with "-": the storage
   # tool's argument parser reads "-t -abc..." as a missing value (1 start in 64
@@ -115,7 +96,7 @@ start() {
   mkdir -p "$dir"
   touch "$dir/$marker"
   local port controller_port
-  read -r port controller_port < <(free_ports)
+  read -r port controller_port < <(free_ports 2)
   sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$controller_port|g" \
     -e "s|@LOG_DIR@|$dir/data|g" "$conf_dir/server.properties.template" >"$dir/server.properties"
   local -a jvm=(-Xms128m "-Xmx$heap" -XX:+UseG1GC -XX:MaxGCPauseMillis=20

@@ -153,11 +153,6 @@ is_ours() { # is PID the s3proxy of instance DIR? (guards against a recycled pid
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "--properties $dir/s3proxy.properties"
 }
 
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 latency_properties() { # S3PROXY_LATENCY -> s3proxy.latency-blobstore.* lines
   local spec="${S3PROXY_LATENCY:-}"
   [ "$spec" = "cloud" ] && spec="list=30,get=15,metadata=10"
@@ -195,7 +190,7 @@ start() {
   local data="${S3PROXY_DATA:-$dir/data}"
   mkdir -p "$data"
   data="$(cd "$data" && pwd)"
-  local port="${S3PROXY_PORT:-$(free_port)}"
+  local port="${S3PROXY_PORT:-$(free_ports 1)}"
   local endpoint="http://127.0.0.1:$port"
   {
     echo "s3proxy.endpoint=$endpoint"

@@ -73,3 +73,22 @@ address_of() { # address_of DIR KEY WHAT: the address a running server of DIR li
   running_pid "$dir" >/dev/null || die "no $what running in $dir: start it with $0 start"
   cat "$dir/$key"
 }
+
+free_ports() { # free_ports N: N distinct free TCP ports on 127.0.0.1, one line
+  python3 - "$1" <<'EOF'
+import socket
+import sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+EOF
+}
+
+port_open() { # port_open PORT: can we connect to 127.0.0.1:PORT?
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}

@@ -1,0 +1,84 @@
+"""The connector on a real Spark standalone cluster, submitted as users submit it.
+
+``scripts/standalone.sh`` starts a master and two workers (each a JVM, from the installed
+pyspark); ``spark-submit --packages`` takes the connector from the local Maven repository,
+where ``./dev build`` publishes it, with delta-spark as its dependency; the workers start the
+application's executors as JVMs of their own. ``scripts/cluster_check.py`` then compares,
+against delta-spark V1 on the same tables: a batch read replayed and planned on the
+executors, a stream's initial snapshot, and TPC-H query 1.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
+from delta_replay.versions import CONNECTOR_ARTIFACT, CONNECTOR_VERSION
+
+ROOT = Path(__file__).resolve().parents[2]
+SPARK_HOME = Path(pyspark.__file__).parent
+ENV = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    instance = tmp_path_factory.mktemp("standalone") / "cluster"
+    script = str(ROOT / "scripts" / "standalone.sh")
+    started = subprocess.run(
+        [script, "start", str(instance)], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert started.returncode == 0, f"the cluster did not start:\n{started.stderr[-3000:]}"
+    fields = dict(field.split("=", 1) for field in started.stdout.split())
+    try:
+        yield fields["master"]
+    finally:
+        stopped = subprocess.run(
+            [script, "stop", str(instance)], capture_output=True, text=True, env=ENV, timeout=120
+        )
+        assert stopped.returncode == 0, stopped.stderr
+
+
+def test_cluster_answers_equal_v1(master: str, tmp_path: Path) -> None:
+    m2 = Path.home() / ".m2" / "repository"
+    published = m2 / "io" / "deltareplay" / CONNECTOR_ARTIFACT / CONNECTOR_VERSION
+    assert published.is_dir(), f"no published connector in {published}: run ./dev build first"
+    submit = [
+        str(SPARK_HOME / "bin" / "spark-submit"),
+        "--master",
+        master,
+        "--packages",
+        f"io.deltareplay:{CONNECTOR_ARTIFACT}:{CONNECTOR_VERSION}",
+        "--conf",
+        f"spark.sql.extensions={DELTA_EXTENSION},{REPLAY_EXTENSION}",
+        "--conf",
+        "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.executor.memory=1g",
+        "--conf",
+        "spark.sql.shuffle.partitions=4",
+        # short runs: the client compiler only, as the other subprocess JVMs of the suites
+        "--driver-java-options",
+        "-XX:TieredStopAtLevel=1",
+        "--conf",
+        "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1",
+        str(ROOT / "scripts" / "cluster_check.py"),
+        str(tmp_path),
+    ]
+    run = subprocess.run(submit, capture_output=True, text=True, env=ENV, timeout=900)
+    checks = [line for line in run.stdout.splitlines() if line.startswith("cluster check")]
+    assert run.returncode == 0, "\n".join(checks) + "\n" + run.stderr[-4000:]
+    named = {line.split(":")[1].strip(): line for line in checks[:-1]}
+    expected = {"batch rows", "batch count per partition", "stream initial snapshot", "TPC-H Q1"}
+    assert set(named) == expected, checks
+    assert all(": equal (" in line for line in named.values()), checks
+    assert "replay distributed" in named["batch rows"], named["batch rows"]
+    assert "index on the executors" in named["stream initial snapshot"], checks
+    assert checks[-1].endswith(", 2 executors, 0 differences"), checks

@@ -1,0 +1,180 @@
+"""The connector on a real cluster, as users of ``spark-submit --packages`` get it.
+
+Submitted to a Spark standalone master (``scripts/standalone.sh``) with the published jar
+and delta-spark as ``--packages`` and both extensions configured; every executor is a JVM
+a worker started. It writes a table with delta-spark (appends, a checkpoint, deletion
+vectors from a DELETE, an UPDATE) and answers, each against delta-spark V1 reading the same
+table at the same version:
+
+- a batch read replayed as a Spark job and planned on the executors (``replay.mode`` and
+  ``planning.mode`` forced: the table is small);
+- a stream's initial snapshot (replayed on the executors) written by ``availableNow``;
+- TPC-H query 1 (the pricing summary report) on a ``lineitem`` table of the spec's columns.
+
+Usage: spark-submit ... scripts/cluster_check.py DIR (a directory every JVM of the cluster
+reaches). Prints one ``cluster check:`` line per check and exits non-zero on a difference.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+# The table is small: replay and planning are forced onto the executors. Executor planning
+# writes manifests every executor must read; the cluster's JVMs share this machine's disk.
+FORCED = {"replay.mode": "distributed", "planning.mode": "executors"}
+
+TPCH_Q1 = """
+SELECT l_returnflag, l_linestatus,
+       sum(l_quantity) AS sum_qty,
+       sum(l_extendedprice) AS sum_base_price,
+       sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
+       sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge,
+       avg(l_quantity) AS avg_qty,
+       avg(l_extendedprice) AS avg_price,
+       avg(l_discount) AS avg_disc,
+       count(*) AS count_order
+FROM lineitem
+WHERE l_shipdate <= date '1998-12-01' - interval 90 days
+GROUP BY l_returnflag, l_linestatus
+ORDER BY l_returnflag, l_linestatus
+"""
+
+failures: list[str] = []
+
+
+def check(name: str, ours: list[Any], v1: list[Any], detail: str = "") -> None:
+    same = ours == v1
+    print(f"cluster check: {name}: {'equal' if same else 'DIFFERENT'} ({len(v1)} rows){detail}")
+    if not same:
+        failures.append(f"{name}: ours {ours[:5]} ... v1 {v1[:5]} ...")
+
+
+def v1_read(spark: SparkSession, path: str) -> DataFrame:
+    return spark.read.format("delta").option("deltareplay.route", "false").load(path)
+
+
+def ours_read(spark: SparkSession, path: str) -> DataFrame:
+    return spark.read.format("delta").options(**FORCED).load(path)
+
+
+def scan_of(df: DataFrame) -> str:
+    plan: str = df._jdf.queryExecution().executedPlan().toString()
+    line = next((line for line in plan.splitlines() if "DeltaReplayScan" in line), "")
+    return line[line.find("DeltaReplayScan") :]
+
+
+def wait_for_executors(spark: SparkSession, count: int) -> None:
+    deadline = time.monotonic() + 120
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()  # type: ignore[union-attr]
+    while status.size() < count + 1:  # the driver's block manager is one of them
+        if time.monotonic() > deadline:
+            raise SystemExit(f"cluster check: only {status.size() - 1} executors after 120 s")
+        time.sleep(0.5)
+        status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()  # type: ignore[union-attr]
+
+
+def write_table(spark: SparkSession, path: str) -> None:
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, part INT, v STRING) USING delta "
+        "PARTITIONED BY (part) TBLPROPERTIES (delta.enableDeletionVectors = true, "
+        "delta.checkpointInterval = 5)"
+    )
+    for batch in range(5):  # v1..v5: the checkpoint at v5, then the DELETE and UPDATE commits
+        rows = spark.range(batch * 300, (batch + 1) * 300, 1, 1).select(
+            "id",
+            (F.col("id") % 3).cast("int").alias("part"),
+            F.format_string("v%d", "id").alias("v"),
+        )
+        rows.write.format("delta").mode("append").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 7 = 0")
+    spark.sql(f"UPDATE delta.`{path}` SET v = 'updated' WHERE id % 11 = 0")
+
+
+def write_lineitem(spark: SparkSession, path: str) -> None:
+    n = F.col("id")
+    (
+        spark.range(0, 6000, 1, 6)
+        .select(
+            (n % 1500 + 1).alias("l_orderkey"),
+            (n % 50 + 1).cast("decimal(15,2)").alias("l_quantity"),
+            ((n * 37) % 100000 / 100 + 900).cast("decimal(15,2)").alias("l_extendedprice"),
+            ((n % 11) / 100).cast("decimal(15,2)").alias("l_discount"),
+            ((n % 9) / 100).cast("decimal(15,2)").alias("l_tax"),
+            F.element_at(F.array(*map(F.lit, "ANR")), (n % 3 + 1).cast("int")).alias(
+                "l_returnflag"
+            ),
+            F.when(n % 2 == 0, "F").otherwise("O").alias("l_linestatus"),
+            F.date_add(F.lit("1992-01-02").cast("date"), (n * 13 % 2526).cast("int")).alias(
+                "l_shipdate"
+            ),
+        )
+        .repartitionByRange(6, "l_shipdate")
+        .write.format("delta")
+        .option("delta.enableDeletionVectors", "true")
+        .save(path)
+    )
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE l_orderkey % 13 = 0")
+
+
+def main(root: str) -> int:
+    spark = SparkSession.builder.getOrCreate()
+    master = spark.sparkContext.master
+    if not master.startswith("spark://"):
+        raise SystemExit(f"cluster check: run on a standalone master, not {master}")
+    wait_for_executors(spark, 2)
+    table, sink, ckpt, lineitem = (f"{root}/{name}" for name in ("t", "sink", "ckpt", "lineitem"))
+    FORCED["planning.scratchDir"] = f"{root}/scratch"
+    write_table(spark, table)
+
+    ours = ours_read(spark, table)
+    scan = scan_of(ours)
+    if "distributed" not in scan:
+        failures.append(f"batch read not replayed as a Spark job: {scan}")
+    v1_rows = sorted(v1_read(spark, table).collect())
+    check("batch rows", sorted(ours.collect()), v1_rows, f" [{scan[:300]}]")
+    check(
+        "batch count per partition",
+        sorted(ours.groupBy("part").count().collect()),
+        sorted(v1_read(spark, table).groupBy("part").count().collect()),
+    )
+
+    stream = spark.readStream.format("delta").options(**FORCED, maxFilesPerTrigger="8").load(table)
+    query = (
+        stream.writeStream.format("delta")
+        .option("checkpointLocation", ckpt)
+        .trigger(availableNow=True)
+        .start(sink)
+    )
+    query.awaitTermination()
+    snapshots = {p["sources"][0]["metrics"].get("snapshot", "") for p in query.recentProgress}
+    described = "; ".join(sorted(snapshots))
+    if not any("executors" in s or "distributed" in s for s in snapshots):
+        failures.append(f"stream's initial snapshot not replayed on the executors: {described}")
+    check(
+        "stream initial snapshot",
+        sorted(v1_read(spark, sink).collect()),
+        v1_rows,
+        f" [{described[:300]}]",
+    )
+
+    write_lineitem(spark, lineitem)
+    ours_read(spark, lineitem).createOrReplaceTempView("lineitem")
+    got = spark.sql(TPCH_Q1).collect()
+    v1_read(spark, lineitem).createOrReplaceTempView("lineitem")
+    check("TPC-H Q1", got, spark.sql(TPCH_Q1).collect())
+
+    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # type: ignore[union-attr]
+    print(f"cluster check: master {master}, {executors} executors, {len(failures)} differences")
+    spark.stop()
+    for failure in failures:
+        print(f"cluster check FAILED: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
