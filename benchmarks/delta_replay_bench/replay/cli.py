@@ -229,7 +229,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--local-cluster",
         default="local-cluster[2,1,2048]",
-        help="master for the driver-heap runs of the distributed modes and V1 ('' to skip)",
+        help=(
+            "master for the driver-heap runs of the distributed modes and V1: local-cluster[...] "
+            "or a standalone master spark://HOST:PORT (scripts/standalone.sh); '' to skip"
+        ),
     )
     parser.add_argument(
         "--store",

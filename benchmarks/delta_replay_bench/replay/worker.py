@@ -39,6 +39,11 @@ def spark_job(job: Job) -> dict[str, Any]:
     if job["master"].startswith("local-cluster"):
         os.environ.setdefault("SPARK_SCALA_VERSION", "2.13")
         conf["spark.executor.memory"] = job.get("executor_memory", "2g")
+    elif job["master"].startswith("spark://"):
+        # a standalone cluster (scripts/standalone.sh: workers offer 1536m each); executor
+        # planning's manifests in a directory every executor of this machine reaches
+        conf["spark.executor.memory"] = job.get("executor_memory", "1g")
+        conf["spark.deltareplay.planning.scratchDir"] = str(scratch / "planning")
     if job.get("store"):
         from .store import RequestLog, S3Store
 

@@ -16,7 +16,7 @@ import org.scalatest.funsuite.AnyFunSuite
 class CommandMatrixClusterSuite
     extends AnyFunSuite
     with LocalClusterSparkSession
-    with CommandMatrix {
+    with CommandMatrixCases {
 
   override protected def routedRuns(c: Case): Seq[(String, CommandMatrix.Reads)] =
     Seq(("distributed", CommandMatrix.Reads.Always))

@@ -177,7 +177,7 @@ private[deltareplay] final class ExecutorIndex private (
   ): Option[MetadataAggregates.Answer] =
     MetadataAggregates.answerOnExecutors(spark, snapshot, aggregation, this, filter)
 
-  override def answeredBy(mode: String): String = s"$mode ($describe)"
+  override def answeredBy(mode: ReplayPath): String = s"${mode.describe} ($describe)"
 
   def snapshotOrder(
       spark: SparkSession,

@@ -162,7 +162,7 @@ private[deltareplay] object IndexBuilds extends Logging {
                   // keep it, and the driver holds no more than the budget for it
                   val built = policy.index(needStats, maxDriverBytes = budget)
                   logInfo(
-                    s"Built the index of ${s.table} v${s.version} in the background: ${built.mode}"
+                    s"Built the index of ${s.table} v${s.version} in the background: ${built.mode.describe}"
                   )
                   val index = built.index
                   if (index.livesIn(Home.Driver) && !IndexCache.fitsBudget(index, budget)) {

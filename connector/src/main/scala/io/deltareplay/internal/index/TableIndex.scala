@@ -84,7 +84,7 @@ private[deltareplay] trait TableIndex {
   ): Option[MetadataAggregates.Answer]
 
   /** How an answer from this index is described after the replay's `mode`. */
-  def answeredBy(mode: String): String = mode
+  def answeredBy(mode: ReplayPath): String = mode.describe
 
   /** This index rolled forward to `newVersion` by the reconciled commits in between. */
   def rolledForward(

@@ -1,7 +1,14 @@
 package io.deltareplay.internal.planning
 
 import io.deltareplay.Errors
-import io.deltareplay.internal.index.{Home, IndexBuilds, IndexCache, NarrowedIndexes, ReplayResult}
+import io.deltareplay.internal.index.{
+  Home,
+  IndexBuilds,
+  IndexCache,
+  NarrowedIndexes,
+  ReplayPath,
+  ReplayResult
+}
 import io.deltareplay.internal.log.{FileEntry, LogReader, TableSnapshot}
 import io.deltareplay.internal.replay.{CheckpointFilter, DistributedReplay, Replay, ReplayMode}
 import io.deltareplay.internal.skipping.FileFilter
@@ -206,9 +213,7 @@ private[deltareplay] final case class ReadPolicy(
       val kept = if (conf.stateCache) NarrowedIndexes.get(this, filter, needStats) else None
       val result = kept match {
         case Some(k) =>
-          val mode = s"reused: v${snapshot.version} read before with the same filters " +
-            "(checkpoint filtered by the query)"
-          k.copy(mode = mode, actionsReplayed = 0, replayTasks = 0)
+          k.copy(mode = ReplayPath.Reused(snapshot.version), actionsReplayed = 0, replayTasks = 0)
         case None =>
           val r = rolledNarrowed(filter, needStats).getOrElse {
             if (commitsNarrowOnDriver) {
@@ -272,9 +277,7 @@ private[deltareplay] final case class ReadPolicy(
             kept.index
           )
           Replay.roll(spark, segment, conf.replay, entry, cached).map { r =>
-            val commits = segment.version - from
-            val mode = s"incremental (narrowed index of v$from, same filters, + $commits commits)"
-            r.copy(mode = mode, narrowed = true)
+            r.copy(mode = ReplayPath.RolledNarrowed(from, segment.version - from), narrowed = true)
           }
         }
 

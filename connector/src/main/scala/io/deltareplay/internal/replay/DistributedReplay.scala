@@ -2,7 +2,7 @@ package io.deltareplay.internal.replay
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.index.{DriverIndex, ReplayResult, SnapshotKeys}
+import io.deltareplay.internal.index.{DriverIndex, ReplayPath, ReplayResult, SnapshotKeys}
 import io.deltareplay.internal.log.{
   CheckpointLayout,
   DvDescriptor,
@@ -132,7 +132,7 @@ private[deltareplay] class DistributedReplay(
           )
         }
       }
-    ReplayResult(index, modeLabel, actions, millis = 0L, replayTasks = tasks)
+    ReplayResult(index, path, actions, millis = 0L, replayTasks = tasks)
   }
 
   /**
@@ -279,16 +279,19 @@ private[deltareplay] class DistributedReplay(
       .queryExecution
   }
 
-  /** The label of the path [[index]] or [[liveFrame]] takes. */
-  def modeLabel: String =
-    if (!useFastPath && windowsTailOnly) {
-      "distributed (keyed window over the commits after the checkpoint, checkpoint kept map-side)"
-    } else if (!useFastPath) "distributed (keyed window)"
-    else if (filtersCheckpoint && selectedRead.value > 0) {
-      "distributed (map-side filter, checkpoint filtered by the query: " +
-        f"${selectedDecoded.value}%,d of ${selectedRead.value}%,d rows decoded whole)"
-    } else if (filtersCheckpoint) "distributed (map-side filter, checkpoint filtered by the query)"
-    else "distributed (map-side filter)"
+  /** The path [[index]] or [[liveFrame]] takes (read after the job: the decoded counts). */
+  def path: ReplayPath.Distributed = {
+    val shape =
+      if (!useFastPath && windowsTailOnly) ReplayPath.KeyedWindowOverTail
+      else if (!useFastPath) ReplayPath.KeyedWindow
+      else if (filtersCheckpoint && selectedRead.value > 0) {
+        ReplayPath.MapSide(
+          filteredByQuery = true,
+          Some((selectedDecoded.value, selectedRead.value))
+        )
+      } else ReplayPath.MapSide(filteredByQuery = filtersCheckpoint)
+    ReplayPath.Distributed(shape)
+  }
 
   private def useFastPath: Boolean = conf.fastPath(segment)
 

@@ -2,7 +2,13 @@ package io.deltareplay.internal.replay
 
 import java.util.UUID
 
-import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, IndexCache, ReplayResult}
+import io.deltareplay.internal.index.{
+  DriverIndex,
+  ExecutorIndex,
+  IndexCache,
+  ReplayPath,
+  ReplayResult
+}
 import io.deltareplay.internal.log.{FileEntry, LogReader, LogSegment}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
@@ -45,7 +51,7 @@ private[deltareplay] object Replay {
       cached: IndexCache.Entry
   ): Option[ReplayResult] =
     if (cached.version == segment.version) {
-      Some(ReplayResult(cached.index, s"cached (v${cached.version})", 0L, 0L, 0))
+      Some(ReplayResult(cached.index, ReplayPath.Cached(cached.version), 0L, 0L, 0))
     } else {
       IndexCache.commitsAfter(spark, segment, cached.version).collect {
         case commits
@@ -53,8 +59,7 @@ private[deltareplay] object Replay {
           val tail =
             LocalReplay.reconcile(spark, segment.onlyCommits(commits), conf.log, cached.withStats)
           val index = cached.index.rolledForward(spark, tail, segment.version)
-          val mode = s"incremental (v${cached.version} + ${commits.size} commits)"
-          ReplayResult(index, mode, tail.count, 0L, 0)
+          ReplayResult(index, ReplayPath.Rolled(cached.version, commits.size), tail.count, 0L, 0)
       }
     }
 
@@ -79,7 +84,7 @@ private[deltareplay] object Replay {
       val (files, actions) =
         LocalReplay.run(new LogReader(spark, segment, conf.log), segment, needStats)
       val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, files)
-      ReplayResult(index, "local", actions, 0L, 0)
+      ReplayResult(index, ReplayPath.Local, actions, 0L, 0)
     }
 
   /**
@@ -105,8 +110,7 @@ private[deltareplay] object Replay {
     val byQuery = new TailFilter(entry, filter)
     val kept = if (byQuery.narrows) live.filter(byQuery.keeps) else live
     val index = DriverIndex.of(entry, segment.paths, tableId, segment.version, needStats, kept)
-    val mode =
-      f"local (filtered by the query: entries for ${kept.size}%,d of ${live.size}%,d files)"
+    val mode = ReplayPath.LocalNarrowed(kept.size, live.size)
     ReplayResult(index, mode, commits.count, 0L, 0, narrowed = true)
   }
 
@@ -142,7 +146,7 @@ private[deltareplay] object Replay {
       val scanned = if (index.persisted) DistributedReplay.scannedRows(index.cachedPlan) else 0L
       (index, scanned + tailActions)
     }
-    ReplayResult(index, s"${replay.modeLabel}, on the executors", actions, 0L, tasks)
+    ReplayResult(index, replay.path.copy(onExecutors = true), actions, 0L, tasks)
   }
 
   /**

@@ -88,7 +88,7 @@ private[deltareplay] final case class DeltaReplayScan(
     ScanMetrics(
       table = snapshot.table,
       version = snapshot.version,
-      replayMode = p.replay.mode,
+      replayMode = p.replay.mode.describe,
       logSegment = snapshot.segment.describe,
       actionsReplayed = p.replay.actionsReplayed,
       liveFiles = p.replay.liveFiles,

@@ -234,7 +234,7 @@ private[deltareplay] class StreamPlanner(
           val index = replayed.index
           StreamSnapshot.Built(
             index,
-            s"${replayed.mode} in ${replayed.millis} ms",
+            s"${replayed.mode.describe} in ${replayed.millis} ms",
             owned = !IndexCache.holds(spark, at.segment.paths.root, index)
           )
         }
