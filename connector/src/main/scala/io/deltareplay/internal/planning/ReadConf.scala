@@ -17,8 +17,10 @@ private[deltareplay] object PlanningMode {
   case object Driver extends PlanningMode { val name = "driver" }
   case object Executors extends PlanningMode { val name = "executors" }
 
-  def parse(value: String): PlanningMode =
-    Named.parse(O.PlanningModeKey, value, Seq(Auto, Driver, Executors))
+  /** Every choice (the settings registry's `OneOf` lists these names: ReadConfSuite). */
+  val all: Seq[PlanningMode] = Seq(Auto, Driver, Executors)
+
+  def parse(value: String): PlanningMode = Named.parse(O.PlanningModeKey, value, all)
 }
 
 /**

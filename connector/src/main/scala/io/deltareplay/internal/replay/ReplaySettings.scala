@@ -11,8 +11,10 @@ private[deltareplay] object ReplayMode {
   case object Local extends ReplayMode { val name = "local" }
   case object Distributed extends ReplayMode { val name = "distributed" }
 
-  def parse(value: String): ReplayMode =
-    Named.parse(O.ReplayModeKey, value, Seq(Auto, Local, Distributed))
+  /** Every choice (the settings registry's `OneOf` lists these names: ReadConfSuite). */
+  val all: Seq[ReplayMode] = Seq(Auto, Local, Distributed)
+
+  def parse(value: String): ReplayMode = Named.parse(O.ReplayModeKey, value, all)
 }
 
 /**

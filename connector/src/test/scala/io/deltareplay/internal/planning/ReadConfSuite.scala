@@ -46,6 +46,12 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
     assert(ReadConf(spark, Map(O.SnapshotSliceFiles -> "12")).snapshotSliceFiles === 12)
   }
 
+  test("the registry's choices of a mode setting are the names its enum parses") {
+    def choices(name: String) = O.settingNamed(name).map(_.kind)
+    assert(choices(O.ReplayMode) === Some(O.Kind.OneOf(ReplayMode.all.map(_.name): _*)))
+    assert(choices(O.PlanningMode) === Some(O.Kind.OneOf(PlanningMode.all.map(_.name): _*)))
+  }
+
   test("a bad value fails naming the option as passed (or the session key), the value, the rule") {
     Seq(
       O.ReplayMode -> "sometimes",
