@@ -3,9 +3,11 @@
 // Python side. The project's own version is the other way round: its one source is
 // VERSION in python/delta_replay/versions.py (wheel, __version__ and this jar).
 
+// The versions below are the default Spark line's (4.2); `build/sbt -Dspark.line=4.1 ...` (or
+// DELTAREPLAY_SPARK=4.1) builds for another line: project/SparkLines.scala.
 val scala213 = "2.13.18" // the scala-library inside pyspark 4.2.0
 val sparkVersion = "4.2.0"
-// delta-spark 4.4.1 is on PyPI; on Maven Central the newest build for Spark 4.2 is 4.4.0.
+// delta-spark 4.4.1 is on PyPI; on Maven Central the newest build for Spark 4.0, 4.1 and 4.2 is 4.4.0.
 val deltaVersion = "4.4.0"
 val scalatestVersion = "3.2.19"
 // Provided (compiled against, never packaged: a session reading s3a:// brings its own): S3A at the
@@ -14,6 +16,12 @@ val scalatestVersion = "3.2.19"
 // on them.
 val hadoopVersion = "3.5.0"
 val awsSdkVersion = "2.35.4" // the SDK version hadoop-aws 3.5.0 is built against
+// (scripts/s3proxy.sh reads hadoopVersion and awsSdkVersion from these lines)
+
+// The line this session builds: the default, or the one asked for.
+val defaultSparkLine =
+  SparkLines.SparkLine("4.2", sparkVersion, scala213, hadoopVersion, awsSdkVersion)
+val sparkLine = SparkLines.current(defaultSparkLine)
 
 ThisBuild / organization := "io.deltareplay"
 ThisBuild / version := {
@@ -24,7 +32,7 @@ ThisBuild / version := {
     .getOrElse(sys.error(s"no VERSION line in $source"))
   pep440.replaceFirst("""\.dev\d+$""", "-SNAPSHOT") // Maven's spelling of a dev version
 }
-ThisBuild / scalaVersion := scala213
+ThisBuild / scalaVersion := sparkLine.scala
 ThisBuild / resolvers := Seq(Resolver.DefaultMavenRepository)
 
 // Forked test JVMs, their settings and grouping: project/TestJvms.scala.
@@ -32,22 +40,33 @@ Global / concurrentRestrictions := TestJvms.concurrentRestrictions
 
 lazy val connector = (project in file("connector"))
   .settings(
-    name := "delta-replay-spark",
+    name := s"delta-replay-spark_${sparkLine.name}",
+    moduleName := name.value, // as written: sbt's default would spell 4.2 as 4-2
+    // a line other than the default builds beside it, so switching lines recompiles neither
+    target := {
+      val default = baseDirectory.value / "target"
+      if (sparkLine == defaultSparkLine) default else default / s"spark-${sparkLine.name}"
+    },
+    // the sources that differ between lines (io.deltareplay.internal.compat.SparkShim)
+    Compile / unmanagedSourceDirectories +=
+      (Compile / sourceDirectory).value / s"scala-spark-${sparkLine.name}",
+    Test / unmanagedSourceDirectories +=
+      (Test / sourceDirectory).value / s"scala-spark-${sparkLine.name}",
     libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
-      "org.apache.spark" %% "spark-core" % sparkVersion % Provided,
-      "org.apache.spark" %% "spark-catalyst" % sparkVersion % Provided,
-      ("io.delta" % "delta-spark_4.2_2.13" % deltaVersion)
+      "org.apache.spark" %% "spark-sql" % sparkLine.spark % Provided,
+      "org.apache.spark" %% "spark-core" % sparkLine.spark % Provided,
+      "org.apache.spark" %% "spark-catalyst" % sparkLine.spark % Provided,
+      ("io.delta" % s"delta-spark_${sparkLine.name}_2.13" % deltaVersion)
         .excludeAll(ExclusionRule("org.apache.spark")),
       "org.scalatest" %% "scalatest" % scalatestVersion % Test,
-      ("org.apache.hadoop" % "hadoop-aws" % hadoopVersion % Provided)
+      ("org.apache.hadoop" % "hadoop-aws" % sparkLine.hadoop % Provided)
         .excludeAll(
           ExclusionRule("software.amazon.awssdk", "bundle"),
           ExclusionRule("org.apache.hadoop", "hadoop-common"),
           ExclusionRule("org.wildfly.openssl")
         )
     ) ++ Seq("s3", "s3-transfer-manager", "sts", "apache-client").map { m =>
-      ("software.amazon.awssdk" % m % awsSdkVersion % Provided)
+      ("software.amazon.awssdk" % m % sparkLine.awsSdk % Provided)
         .excludeAll(
           // Spark ships these (netty, SLF4J, commons-*); Apache HttpClient comes with them here.
           ExclusionRule("io.netty"),
@@ -56,6 +75,9 @@ lazy val connector = (project in file("connector"))
           ExclusionRule("commons-logging")
         )
     },
+    // the scala-library of the line's pyspark, which its sessions run on (delta-spark_4.0_2.13
+    // 4.4.0 asks for 2.13.17; pyspark 4.0 ships 2.13.16)
+    dependencyOverrides += "org.scala-lang" % "scala-library" % sparkLine.scala,
     scalacOptions ++= Seq(
       "-deprecation",
       "-feature",

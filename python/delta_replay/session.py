@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-from .versions import CONNECTOR_ARTIFACT, DELTA_MAVEN
+from .versions import SPARK_LINE, connector_artifact, delta_maven, spark_line
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -24,11 +24,12 @@ REPLAY_EXTENSION = "io.deltareplay.DeltaReplayExtension"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def connector_jar() -> Path | None:
-    """Where the connector jar is, or None.
+def connector_jar(line: str | None = None) -> Path | None:
+    """Where the connector jar for Spark ``line`` (default: the installed pyspark's) is, or None.
 
     Looked up in this order: ``$DELTA_REPLAY_JAR``; the jar shipped inside the
     package (``delta_replay/jars``); the sbt output of a source checkout.
+    Raises ``UnsupportedSparkVersion`` for a pyspark of another line (3.5, 4.3).
     """
     env = os.environ.get("DELTA_REPLAY_JAR")
     if env:
@@ -36,15 +37,20 @@ def connector_jar() -> Path | None:
         if not path.is_file():
             raise FileNotFoundError(f"DELTA_REPLAY_JAR={env} is not a file")
         return path
-    candidates = sorted(glob.glob(str(_PACKAGE_DIR / "jars" / f"{CONNECTOR_ARTIFACT}-*.jar")))
-    repo_target = _PACKAGE_DIR.parent.parent / "connector" / "target" / "scala-2.13"
-    candidates += sorted(glob.glob(str(repo_target / f"{CONNECTOR_ARTIFACT}-*.jar")))
+    line = line or spark_line()
+    artifact = connector_artifact(line)
+    candidates = sorted(glob.glob(str(_PACKAGE_DIR / "jars" / f"{artifact}-*.jar")))
+    # build.sbt builds the default line into connector/target, the others beside it
+    repo_target = _PACKAGE_DIR.parent.parent / "connector" / "target"
+    if line != SPARK_LINE:
+        repo_target = repo_target / f"spark-{line}"
+    candidates += sorted(glob.glob(str(repo_target / "scala-2.13" / f"{artifact}-*.jar")))
     candidates = [c for c in candidates if not c.endswith(("-sources.jar", "-javadoc.jar"))]
     return Path(candidates[0]) if candidates else None
 
 
 # delta-spark's Maven coordinates (io.delta:delta-spark_<spark>_<scala>:<version>); a user's
-# (e.g. from delta.configure_spark_with_delta_pip) is replaced by the pinned DELTA_MAVEN.
+# (e.g. from delta.configure_spark_with_delta_pip) is replaced by the pinned one (delta_maven).
 _DELTA_COORDINATE = re.compile(r"^io\.delta:delta-(spark|core)(_[0-9.]+)*:[^:]+$")
 
 
@@ -91,6 +97,9 @@ def configure(
     ``io.delta:delta-spark_4.2_2.13:4.4.1``, a build that does not exist) is replaced
     by the pinned ``io.delta:delta-spark_4.2_2.13:4.4.0``.
 
+    The Spark line is the installed pyspark's: pyspark 4.0, 4.1 and 4.2 each get their
+    delta-spark build (``delta-spark_4.1_2.13``) and connector jar
+    (``delta-replay-spark_4.1_2.13``); any other raises ``UnsupportedSparkVersion``.
     Raises FileNotFoundError when ``connector`` is true and no jar is found;
     pass ``connector=False`` for a plain delta-spark session.
 
@@ -105,15 +114,18 @@ def configure(
     if remote is not None:
         _explain_remote(remote, connector)
         return builder
-    packages = [DELTA_MAVEN, *extra_packages]
+    line = spark_line()
+    packages = [delta_maven(line), *extra_packages]
     extensions = [DELTA_EXTENSION]
     jars: list[str] = []
     if connector:
-        jar = connector_jar()
+        jar = connector_jar(line)
         if jar is None:
             raise FileNotFoundError(
-                "delta-replay connector jar not found: build it with `./dev build` "
-                "(it is copied into python/delta_replay/jars), set DELTA_REPLAY_JAR, "
+                f"delta-replay connector jar for Spark {line} ({connector_artifact(line)}) not "
+                "found: build it with `./dev build` (Spark 4.2: it is copied into "
+                "python/delta_replay/jars) or, in a source checkout, `build/sbt "
+                f"-Dspark.line={line} connector/package`; or set DELTA_REPLAY_JAR, "
                 "or call configure(..., connector=False) for plain delta-spark"
             )
         jars.append(str(jar))
@@ -144,7 +156,8 @@ def server_settings(jar: str | os.PathLike[str] | None = None) -> dict[str, str]
     ``jar`` defaults to the connector jar this package carries (``connector_jar()``).
     (Also ``delta_replay.connect.server_settings``.)
     """
-    found = Path(jar) if jar else connector_jar()
+    line = spark_line()
+    found = Path(jar) if jar else connector_jar(line)
     if found is None:
         raise FileNotFoundError(
             "delta-replay connector jar not found: build it with `./dev build` or set "
@@ -152,7 +165,7 @@ def server_settings(jar: str | os.PathLike[str] | None = None) -> dict[str, str]
         )
     return {
         "spark.jars": str(found),
-        "spark.jars.packages": DELTA_MAVEN,
+        "spark.jars.packages": delta_maven(line),
         "spark.sql.extensions": f"{DELTA_EXTENSION},{REPLAY_EXTENSION}",
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
     }

@@ -70,7 +70,7 @@ def _run(
 
 
 def test_wheel_ships_the_connector_jar(wheel: Path, tmp_path: Path) -> None:
-    jars = list((PYTHON_DIR / "delta_replay" / "jars").glob("delta-replay-spark_2.13-*.jar"))
+    jars = list((PYTHON_DIR / "delta_replay" / "jars").glob("delta-replay-spark_4.2_2.13-*.jar"))
     assert jars, "run ./dev build first: the jar is copied into delta_replay/jars"
     names = zipfile.ZipFile(wheel).namelist()
     assert f"delta_replay/jars/{jars[0].name}" in names
@@ -99,7 +99,7 @@ def test_one_version_for_wheel_jar_and_package(wheel: Path) -> None:
     assert delta_replay.__version__ == VERSION
     assert wheel.name.startswith(f"delta_replay-{VERSION}-")
     [jar] = list((PYTHON_DIR / "delta_replay" / "jars").glob("*.jar"))
-    assert jar.name == f"delta-replay-spark_2.13-{maven_version(VERSION)}.jar"
+    assert jar.name == f"delta-replay-spark_4.2_2.13-{maven_version(VERSION)}.jar"
     manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
     assert f"Implementation-Version: {CONNECTOR_VERSION}" in manifest.splitlines()
     with zipfile.ZipFile(wheel) as built:

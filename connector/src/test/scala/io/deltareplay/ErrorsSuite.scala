@@ -128,7 +128,7 @@ class ErrorsSuite extends AnyFunSuite with DeltaOracle {
       new DeltaReplayException.StoreAccess("m", null),
       new DeltaReplayException.StreamStopped("m")
     )
-    val in = getClass.getClassLoader.getResourceAsStream("delta-replay-error-conditions.json")
+    val in = this.getClass.getClassLoader.getResourceAsStream("delta-replay-error-conditions.json")
     val json =
       try new com.fasterxml.jackson.databind.ObjectMapper().readTree(in)
       finally in.close()

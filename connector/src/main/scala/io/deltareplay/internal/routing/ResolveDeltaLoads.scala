@@ -4,6 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import scala.util.control.NonFatal
 
+import io.deltareplay.internal.compat.SparkShim
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.DeltaReplaySource
@@ -11,7 +12,6 @@ import io.deltareplay.internal.scan.DeltaReplayTable
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnresolvedDataSource}
-import org.apache.spark.sql.catalyst.streaming.Unassigned
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
@@ -109,7 +109,15 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
     val conf = ReadConf(spark, options)
     val snapshot = RouteDeltaStreams.snapshot(spark, options("path"), conf)
     val output = toAttributes(DeltaAdapter.streamSchema(spark, snapshot.meta))
-    RouteDeltaStreams.relation(spark, snapshot, options, conf, output, None, Unassigned)
+    RouteDeltaStreams.relation(
+      spark,
+      snapshot,
+      options,
+      conf,
+      output,
+      None,
+      SparkShim.UnnamedSource
+    )
   }
 }
 

@@ -51,7 +51,7 @@ private[deltareplay] case class ReturnWriteTargets(spark: SparkSession) extends 
       }
       view
         .filter(_.exists {
-          case DataSourceV2Relation(_: DeltaReplayTable, _, _, _, _, _) => true
+          case r: DataSourceV2Relation => r.table.isInstanceOf[DeltaReplayTable]
           case _ => false
         })
         .map(v => SubqueryAlias(u.multipartIdentifier.last, toDeltaSpark(v)))
@@ -60,7 +60,7 @@ private[deltareplay] case class ReturnWriteTargets(spark: SparkSession) extends 
 
   private def toDeltaSpark(plan: LogicalPlan): LogicalPlan =
     AnalysisHelper.allowInvokingTransformsInAnalyzer {
-      plan.transformUp { case r @ DataSourceV2Relation(_: DeltaReplayTable, _, _, _, _, _) =>
+      plan.transformUp { case RouteDeltaReads.ConnectorRelation(r, _) =>
         RouteDeltaReads.deltaSparkRelation(spark, r)
       }
     }

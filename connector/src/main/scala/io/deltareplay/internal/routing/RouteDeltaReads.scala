@@ -37,6 +37,21 @@ private[deltareplay] object RouteDeltaReads extends Logging {
     uri(a) == uri(b)
   }
 
+  /**
+   * A relation of this connector's table, matched by type: Spark's `DataSourceV2Relation` has five
+   * fields in 4.0 and six since 4.1, so its extractor differs between the lines.
+   */
+  private[routing] object ConnectorRelation {
+    def unapply(plan: LogicalPlan): Option[(DataSourceV2Relation, DeltaReplayTable)] = plan match {
+      case r: DataSourceV2Relation =>
+        r.table match {
+          case t: DeltaReplayTable => Some((r, t))
+          case _ => None
+        }
+      case _ => None
+    }
+  }
+
   /** A read of this connector being resolved anew: [[RouteDeltaReads.resolveNewest]]'s marker. */
   private[routing] final case class Resolving(relation: DataSourceV2Relation) extends LeafNode {
     override def output: Seq[Attribute] = relation.output
@@ -139,7 +154,7 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
    */
   private def inTransaction(plan: LogicalPlan, table: String): LogicalPlan = {
     val own = plan.transformDownWithSubqueries {
-      case r @ DataSourceV2Relation(t: DeltaReplayTable, _, _, _, _, _)
+      case RouteDeltaReads.ConnectorRelation(r, t)
           if RouteDeltaReads.sameTable(t.snapshot.table, table) =>
         AnalysisHelper.allowInvokingTransformsInAnalyzer(
           RouteDeltaReads.deltaSparkRelation(spark, r)
@@ -237,7 +252,7 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
    */
   private def resolveNewest(plan: LogicalPlan, newest: Newest): LogicalPlan = {
     val marked = plan.transformDownWithSubqueries {
-      case r @ DataSourceV2Relation(t: DeltaReplayTable, _, _, _, _, _) if !t.timeTravel =>
+      case RouteDeltaReads.ConnectorRelation(r, t) if !t.timeTravel =>
         RouteDeltaReads.Resolving(r)
     }
     if (marked eq plan) plan

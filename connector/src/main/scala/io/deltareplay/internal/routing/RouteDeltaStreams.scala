@@ -3,6 +3,7 @@ package io.deltareplay.internal.routing
 import io.deltareplay.internal.replay.TailPrefetch
 import scala.jdk.CollectionConverters._
 
+import io.deltareplay.internal.compat.SparkShim
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.TableSnapshot
 import io.deltareplay.internal.planning.ReadConf
@@ -12,8 +13,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.AttributeReference
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, StreamingSourceIdentifyingName}
-import org.apache.spark.sql.execution.streaming.runtime.StreamingRelation
+import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 /**
@@ -27,7 +27,7 @@ private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends R
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!ReadConf.routingEnabled(spark)) return plan
     plan.resolveOperatorsUp {
-      case rel @ StreamingRelation(ds, _, output, identifyingName)
+      case rel @ SparkShim.V1StreamingRelation(ds, output, identifyingName)
           if DeltaAdapter.isDeltaSource(ds.className) =>
         val options = ds.options
         val path = options
@@ -77,16 +77,14 @@ private[deltareplay] object RouteDeltaStreams {
       conf: ReadConf,
       output: Seq[AttributeReference],
       v1: Option[LogicalPlan],
-      name: StreamingSourceIdentifyingName
+      name: SparkShim.SourceName
   ): StreamingRelationV2 =
-    StreamingRelationV2(
-      Some(new DeltaReplaySource),
+    SparkShim.streamingRelationV2(
+      new DeltaReplaySource,
       "delta-replay",
       new DeltaReplayTable(spark, snapshot, options, conf, timeTravel = false),
       new CaseInsensitiveStringMap(options.asJava),
       output,
-      None,
-      None,
       v1,
       name
     )

@@ -1,0 +1,35 @@
+/**
+ * The Spark lines this build compiles against, one source tree for all. The default line is the one
+ * build.sbt's own versions name (Spark 4.2.0); `build/sbt -Dspark.line=4.1 ...` (or
+ * DELTAREPLAY_SPARK=4.1 in the environment) picks another.
+ *
+ * Each line names its Spark (the newest patch on Maven Central), the Scala and Hadoop of that Spark
+ * (the `scala.version` and `hadoop.version` of its `spark-parent_2.13` POM: the scala-library and
+ * Hadoop jars its pyspark ships) and the AWS SDK v2 that Hadoop's hadoop-aws is built against.
+ * delta-spark is `io.delta:delta-spark_<line>_2.13`. The sources that differ between lines live in
+ * `connector/src/{main,test}/scala-spark-<line>/` (io.deltareplay.internal.compat.SparkShim); the
+ * artifact is `delta-replay-spark_<line>_2.13`.
+ */
+object SparkLines {
+
+  case class SparkLine(name: String, spark: String, scala: String, hadoop: String, awsSdk: String)
+
+  /** The lines besides the default one. */
+  val older: Seq[SparkLine] = Seq(
+    // hadoop-aws 3.4.1 is built against the SDK bundle 2.24.6, a version whose s3-transfer-manager
+    // module Maven Central does not serve: 2.24.8 is the next that has all four
+    SparkLine("4.0", spark = "4.0.4", scala = "2.13.16", hadoop = "3.4.1", awsSdk = "2.24.8"),
+    SparkLine("4.1", spark = "4.1.3", scala = "2.13.17", hadoop = "3.4.2", awsSdk = "2.29.52")
+  )
+
+  /** The line of this sbt session: -Dspark.line, else DELTAREPLAY_SPARK, else `default`. */
+  def current(default: SparkLine): SparkLine = {
+    val all = older :+ default
+    val asked = sys.props.get("spark.line").orElse(sys.env.get("DELTAREPLAY_SPARK"))
+    asked.fold(default) { n =>
+      all.find(_.name == n).getOrElse {
+        sys.error(s"Spark line $n: this build knows ${all.map(_.name).mkString(", ")}")
+      }
+    }
+  }
+}
