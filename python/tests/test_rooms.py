@@ -36,8 +36,6 @@ LAYERS = (
 
 # References against LAYERS still in the code: (from room, to room) -> the names used.
 BACK_EDGES: dict[tuple[str, str], set[str]] = {
-    # the index's homes roll forward with the tail replay reconciles (LocalReplay.Reconciler)
-    ("index", "replay"): {"LocalReplay"},
     # each home plans with planning's code and types; background builds and narrowed indexes take
     # the read's policy
     ("index", "planning"): {

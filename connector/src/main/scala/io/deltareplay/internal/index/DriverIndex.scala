@@ -2,7 +2,14 @@ package io.deltareplay.internal.index
 
 import java.util.BitSet
 
-import io.deltareplay.internal.log.{DvDescriptor, FileEntry, LiveFile, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{
+  DvDescriptor,
+  FileEntry,
+  LiveFile,
+  Reconciler,
+  TablePaths,
+  TableSnapshot
+}
 import io.deltareplay.internal.planning.{
   KeptFile,
   MetadataAggregates,
@@ -10,7 +17,6 @@ import io.deltareplay.internal.planning.{
   ReadPolicy,
   ScanPlanner
 }
-import io.deltareplay.internal.replay.LocalReplay
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -93,7 +99,7 @@ private[deltareplay] final class DriverIndex private (
    * key the commits touched is removed, their winning adds join as a new chunk.
    */
   def rolledForward(
-      tail: LocalReplay.Reconciler,
+      tail: Reconciler,
       newVersion: Long,
       toEntry: LiveFile => InternalRow
   ): DriverIndex =
@@ -101,7 +107,7 @@ private[deltareplay] final class DriverIndex private (
 
   /** [[rolledForward]] with the chunk of the tail's winning adds built already (if any). */
   def rolledForward(
-      tail: LocalReplay.Reconciler,
+      tail: Reconciler,
       newVersion: Long,
       added: Option[EntryChunk]
   ): DriverIndex = {
@@ -229,7 +235,7 @@ private[deltareplay] final class DriverIndex private (
 
   def rolledForward(
       spark: SparkSession,
-      tail: LocalReplay.Reconciler,
+      tail: Reconciler,
       newVersion: Long
   ): TableIndex = {
     val rolled = rolledForward(tail, newVersion, entry.projector())
@@ -315,7 +321,7 @@ private[deltareplay] object DriverIndex {
   def tailChunk(
       entry: FileEntry,
       paths: TablePaths,
-      tail: LocalReplay.Reconciler,
+      tail: Reconciler,
       toEntry: => LiveFile => InternalRow,
       keep: LiveFile => Boolean = _ => true
   ): Option[EntryChunk] = {

@@ -1,6 +1,6 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, Reconciler, TablePaths, TableSnapshot}
 import io.deltareplay.internal.planning.{
   ExecutorPlanning,
   KeptFile,
@@ -8,7 +8,6 @@ import io.deltareplay.internal.planning.{
   PlanResult,
   ReadPolicy
 }
-import io.deltareplay.internal.replay.LocalReplay
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -50,7 +49,7 @@ private[deltareplay] final class ExecutorIndex private (
   /** This index rolled forward to `newVersion` by the reconciled commits in between. */
   def rolledForward(
       spark: SparkSession,
-      tail: LocalReplay.Reconciler,
+      tail: Reconciler,
       newVersion: Long
   ): ExecutorIndex = {
     require(persisted, "only a persisted index is rolled forward")

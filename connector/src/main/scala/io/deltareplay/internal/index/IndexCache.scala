@@ -14,9 +14,9 @@ import org.apache.spark.sql.SparkSession
  *
  * A read of a newer version of a cached table derives its index from the cached one plus only the
  * commits in between, with the replay's rules: the commits are reconciled on the driver (`replay`'s
- * `LocalReplay.Reconciler`), every indexed file whose key (canonical path, DV id) they touched is
- * removed, and their winning adds join (statistics parsed only for those). That is the reasoning of
- * the distributed fast path with the index in the checkpoint's place: a live set holds at most one
+ * `Reconciler`), every indexed file whose key (canonical path, DV id) they touched is removed, and
+ * their winning adds join (statistics parsed only for those). That is the reasoning of the
+ * distributed fast path with the index in the checkpoint's place: a live set holds at most one
  * action per key, so only the touched keys need reconciling. A full replay runs instead when the
  * cache is cold or was evicted, when the cached version is newer than the one read (time travel),
  * when the table was replaced under another id, when a commit in between is missing (log cleanup),

@@ -1,8 +1,7 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, Reconciler, TablePaths, TableSnapshot}
 import io.deltareplay.internal.planning.{KeptFile, MetadataAggregates, PlanResult, ReadPolicy}
-import io.deltareplay.internal.replay.LocalReplay
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
@@ -89,7 +88,7 @@ private[deltareplay] trait TableIndex {
   /** This index rolled forward to `newVersion` by the reconciled commits in between. */
   def rolledForward(
       spark: SparkSession,
-      tail: LocalReplay.Reconciler,
+      tail: Reconciler,
       newVersion: Long
   ): TableIndex
 

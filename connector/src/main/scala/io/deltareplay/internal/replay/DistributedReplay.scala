@@ -10,7 +10,8 @@ import io.deltareplay.internal.log.{
   FileEntry,
   LiveFile,
   LogReader,
-  LogSegment
+  LogSegment,
+  Reconciler
 }
 
 import org.apache.hadoop.fs.FileStatus
@@ -387,7 +388,7 @@ private[deltareplay] class DistributedReplay(
   }
 
   /** The fast path's commits after the checkpoint, reconciled on the driver. */
-  private def reconciledTail(): LocalReplay.Reconciler =
+  private def reconciledTail(): Reconciler =
     LocalReplay.tailOf(reader, segment, needStats)
 
   /**
@@ -402,7 +403,7 @@ private[deltareplay] class DistributedReplay(
   /**
    * Whether a (path, dv) is a key the reconciled tail touched: a broadcast set, checked map-side.
    */
-  private def touchedBy(tail: LocalReplay.Reconciler): (Column, Column) => Column = {
+  private def touchedBy(tail: Reconciler): (Column, Column) => Column = {
     val keys = new java.util.HashMap[String, java.util.HashSet[String]]()
     tail.winners.keySet().forEach { case (path, dv) =>
       keys.computeIfAbsent(path, _ => new java.util.HashSet[String]()).add(dv)

@@ -178,17 +178,6 @@ private[deltareplay] object Replay {
   def commitsOnDriver(segment: LogSegment, conf: ReplaySettings): Boolean =
     segment.checkpointVersion.isEmpty && segment.commitBytes <= conf.tailFastPathMaxBytes
 
-  /** Shares identical partition-value maps between files (most files share a few). */
-  final class Interner {
-    private val seen = new java.util.HashMap[Map[String, String], Map[String, String]]()
-    def apply(m: Map[String, String]): Map[String, String] =
-      if (m.isEmpty) Map.empty
-      else {
-        val prior = seen.putIfAbsent(m, m)
-        if (prior == null) m else prior
-      }
-  }
-
   def newJobGroup(): String = s"delta-replay-${UUID.randomUUID()}"
 
   /** Runs `body` in a fresh delta-replay job group; returns its result and the tasks it ran. */

@@ -3,7 +3,7 @@ package io.deltareplay.internal.replay
 import java.util.concurrent.{Callable, ExecutionException, Future}
 
 import io.deltareplay.internal.index.IndexCache
-import io.deltareplay.internal.log.{LogSegment, MetaCache, TableSnapshot}
+import io.deltareplay.internal.log.{LogSegment, MetaCache, Reconciler, TableSnapshot}
 import io.deltareplay.internal.session.SessionState
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -41,7 +41,7 @@ private[deltareplay] object TailPrefetch extends Logging {
 
   private final class Pending(
       val withStats: Boolean,
-      val result: Future[LocalReplay.Reconciler],
+      val result: Future[Reconciler],
       val startedAt: Long
   )
 
@@ -82,7 +82,7 @@ private[deltareplay] object TailPrefetch extends Logging {
         pending.synchronized {
           expire(pending)
           if (!pending.containsKey(k)) {
-            val task: Callable[LocalReplay.Reconciler] =
+            val task: Callable[Reconciler] =
               () => LocalReplay.reconcile(spark, segment, conf.log, withStats)
             pending.put(k, new Pending(withStats, pool.submit(task), System.currentTimeMillis()))
           }
@@ -100,7 +100,7 @@ private[deltareplay] object TailPrefetch extends Logging {
       spark: SparkSession,
       segment: LogSegment,
       withStats: Boolean
-  ): Option[LocalReplay.Reconciler] =
+  ): Option[Reconciler] =
     key(segment).flatMap { k =>
       val pending = pendingOf(spark)
       Option(pending.synchronized(pending.remove(k))).flatMap { p =>

@@ -15,11 +15,11 @@ import org.apache.spark.sql.SparkSession
  *
  * What is kept outside it belongs to the JVM, not to a session, and stays out on purpose: the
  * listener that makes background builds yield to foreground queries (`IndexBuilds`: one per
- * SparkContext, whose queries come from every session of the application); the scratch
- * directories of executor planning (`Scratch`: one per application, deleted at JVM exit); the
- * option names already warned about (`RouteDeltaReads`: one warning per process, as Spark's own
- * for deprecated settings); the LIST requests sent (`S3Listing.requests`: a process counter beside
- * S3A's own statistics, read as differences); and each decoding thread's last statistics document
+ * SparkContext, whose queries come from every session of the application); the scratch directories
+ * of executor planning (`Scratch`: one per application, deleted at JVM exit); the option names
+ * already warned about (`RouteDeltaReads`: one warning per process, as Spark's own for deprecated
+ * settings); the LIST requests sent (`S3Listing.requests`: a process counter beside S3A's own
+ * statistics, read as differences); and each decoding thread's last statistics document
  * (`StatsFromJson`: a per-thread cache, mostly on executors). Clearing a session leaves them.
  */
 private[deltareplay] final class SessionState private () {

@@ -1,7 +1,13 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{FileAction, FileEntry, LiveFile, TableMeta, TablePaths}
-import io.deltareplay.internal.replay.LocalReplay
+import io.deltareplay.internal.log.{
+  FileAction,
+  FileEntry,
+  LiveFile,
+  Reconciler,
+  TableMeta,
+  TablePaths
+}
 import io.deltareplay.test.SharedSparkSession
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
@@ -57,7 +63,7 @@ class DriverIndexSuite extends AnyFunSuite with SharedSparkSession {
     assert(index.chunks.size === 2)
     var compactions = 0
     (1 to 12).foreach { v =>
-      val tail = new LocalReplay.Reconciler(paths)
+      val tail = new Reconciler(paths)
       // each commit removes a file of the big chunks and one appended before, adds two
       val removed = Seq(v * 97, n + 2 * (v - 1)).filter(i => v > 1 || i < n)
       tail.applyCommit(
@@ -79,7 +85,7 @@ class DriverIndexSuite extends AnyFunSuite with SharedSparkSession {
     }
     assert(compactions === 1)
     // removing more than a quarter of the rows: every live row rewritten
-    val tail = new LocalReplay.Reconciler(paths)
+    val tail = new Reconciler(paths)
     val gone = (0 until n by 2).filter(i => expected.contains(f"part-$i%07d.parquet"))
     tail.applyCommit(gone.map(action(13, add = false, _)))
     val rolled = index.rolledForward(tail, 13, entry.projector())
@@ -89,7 +95,7 @@ class DriverIndexSuite extends AnyFunSuite with SharedSparkSession {
     assert(full.size === expected.size.toLong && livePaths(full) === expected)
     assert(full.chunks.map(_.numRows).sum === expected.size, "no removed row may stay")
     // and the compacted index still finds rows by key for the next roll-forward
-    val next = new LocalReplay.Reconciler(paths)
+    val next = new Reconciler(paths)
     next.applyCommit(Seq(action(14, add = false, 1)))
     assert(
       livePaths(
