@@ -9,10 +9,13 @@ table at the same version:
 - a batch read replayed as a Spark job and planned on the executors (``replay.mode`` and
   ``planning.mode`` forced: the table is small);
 - a stream's initial snapshot (replayed on the executors) written by ``availableNow``;
-- TPC-H query 1 (the pricing summary report) on a ``lineitem`` table of the spec's columns.
+- TPC-H query 1 (``bench tpch``'s text) on ``bench tpch``'s ``lineitem`` (range-clustered by
+  ship date, deletion vectors, a checkpoint), with the replay forced onto the executors.
 
-Usage: spark-submit ... scripts/cluster_check.py DIR (a directory every JVM of the cluster
-reaches). Prints one ``cluster check:`` line per check and exits non-zero on a difference.
+Usage: spark-submit ... scripts/cluster_check.py DIR LINEITEM (DIR a directory every JVM of the
+cluster reaches, LINEITEM the Delta table ``bench tpch`` wrote, e.g. ``python -m
+delta_replay_bench.tpch.data --sf 0.01``). Prints one ``cluster check:`` line per check and exits
+non-zero on a difference.
 """
 
 from __future__ import annotations
@@ -21,28 +24,13 @@ import sys
 import time
 from typing import Any
 
+from delta_replay_bench.tpch import queries as tpch
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 # The table is small: replay and planning are forced onto the executors. Executor planning
 # writes manifests every executor must read; the cluster's JVMs share this machine's disk.
 FORCED = {"replay.mode": "distributed", "planning.mode": "executors"}
-
-TPCH_Q1 = """
-SELECT l_returnflag, l_linestatus,
-       sum(l_quantity) AS sum_qty,
-       sum(l_extendedprice) AS sum_base_price,
-       sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
-       sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge,
-       avg(l_quantity) AS avg_qty,
-       avg(l_extendedprice) AS avg_price,
-       avg(l_discount) AS avg_disc,
-       count(*) AS count_order
-FROM lineitem
-WHERE l_shipdate <= date '1998-12-01' - interval 90 days
-GROUP BY l_returnflag, l_linestatus
-ORDER BY l_returnflag, l_linestatus
-"""
 
 failures: list[str] = []
 
@@ -95,39 +83,13 @@ def write_table(spark: SparkSession, path: str) -> None:
     spark.sql(f"UPDATE delta.`{path}` SET v = 'updated' WHERE id % 11 = 0")
 
 
-def write_lineitem(spark: SparkSession, path: str) -> None:
-    n = F.col("id")
-    (
-        spark.range(0, 6000, 1, 6)
-        .select(
-            (n % 1500 + 1).alias("l_orderkey"),
-            (n % 50 + 1).cast("decimal(15,2)").alias("l_quantity"),
-            ((n * 37) % 100000 / 100 + 900).cast("decimal(15,2)").alias("l_extendedprice"),
-            ((n % 11) / 100).cast("decimal(15,2)").alias("l_discount"),
-            ((n % 9) / 100).cast("decimal(15,2)").alias("l_tax"),
-            F.element_at(F.array(*map(F.lit, "ANR")), (n % 3 + 1).cast("int")).alias(
-                "l_returnflag"
-            ),
-            F.when(n % 2 == 0, "F").otherwise("O").alias("l_linestatus"),
-            F.date_add(F.lit("1992-01-02").cast("date"), (n * 13 % 2526).cast("int")).alias(
-                "l_shipdate"
-            ),
-        )
-        .repartitionByRange(6, "l_shipdate")
-        .write.format("delta")
-        .option("delta.enableDeletionVectors", "true")
-        .save(path)
-    )
-    spark.sql(f"DELETE FROM delta.`{path}` WHERE l_orderkey % 13 = 0")
-
-
-def main(root: str) -> int:
+def main(root: str, lineitem: str) -> int:
     spark = SparkSession.builder.getOrCreate()
     master = spark.sparkContext.master
     if not master.startswith("spark://"):
         raise SystemExit(f"cluster check: run on a standalone master, not {master}")
     wait_for_executors(spark, 2)
-    table, sink, ckpt, lineitem = (f"{root}/{name}" for name in ("t", "sink", "ckpt", "lineitem"))
+    table, sink, ckpt = (f"{root}/{name}" for name in ("t", "sink", "ckpt"))
     FORCED["planning.scratchDir"] = f"{root}/scratch"
     write_table(spark, table)
 
@@ -162,11 +124,11 @@ def main(root: str) -> int:
         f" [{described[:300]}]",
     )
 
-    write_lineitem(spark, lineitem)
+    q1 = tpch.query(1, 0.01)
     ours_read(spark, lineitem).createOrReplaceTempView("lineitem")
-    got = spark.sql(TPCH_Q1).collect()
+    got = spark.sql(q1).collect()
     v1_read(spark, lineitem).createOrReplaceTempView("lineitem")
-    check("TPC-H Q1", got, spark.sql(TPCH_Q1).collect())
+    check("TPC-H Q1", got, spark.sql(q1).collect())
 
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # type: ignore[union-attr]
     print(f"cluster check: master {master}, {executors} executors, {len(failures)} differences")
@@ -177,4 +139,4 @@ def main(root: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -73,6 +73,13 @@ def synth_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tpch_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of ``bench tpch``'s tables for the session: the TPC-H test and the standalone
+    cluster's check read the same SF 0.01 tables, written once by delta-spark."""
+    return tmp_path_factory.mktemp("tpch")
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = local_session("delta-replay-pytest", conf=TEST_CONF, extra_packages=[KAFKA_SQL_MAVEN])
     yield session

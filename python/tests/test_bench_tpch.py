@@ -21,13 +21,13 @@ from delta_replay_bench.tpch.data import tpchgen  # noqa: E402
 QUERIES = [1, 3, 6, 10, 18]
 
 
-def test_tpch_answers_equal_v1(spark: SparkSession, tmp_path: Path) -> None:
+def test_tpch_answers_equal_v1(spark: SparkSession, tmp_path: Path, tpch_cache: Path) -> None:
     try:
         tpchgen()
     except RuntimeError as missing:
         pytest.skip(str(missing))
     out = tmp_path / "results"
-    doc = run_in_session(spark, 0.01, tmp_path / "cache", ["v1", "ours"], QUERIES, out)
+    doc = run_in_session(spark, 0.01, tpch_cache, ["v1", "ours"], QUERIES, out)
 
     tables = doc["tables"]
     assert tables["lineitem"]["files_with_dv"] > 0 and tables["orders"]["files_with_dv"] > 0
@@ -38,7 +38,7 @@ def test_tpch_answers_equal_v1(spark: SparkSession, tmp_path: Path) -> None:
         assert doc["answers"][str(n)].startswith("= V1"), doc["answers"]
         assert doc["readers"]["ours"]["queries"][str(n)]["metrics"][0]["scans"] >= 1
     # the comparison is not vacuous: a changed value is found
-    answer = json.loads((tmp_path / "cache" / "answers" / "v1" / "q06.json").read_text())
+    answer = json.loads((tpch_cache / "answers" / "v1" / "q06.json").read_text())
     changed = {**answer, "rows": [[{"decimal": "1.00"}]]}
     assert differences(6, answer, changed)
     stem = "{}-tpch-sf0.01".format(doc["meta"]["day"])

@@ -5,25 +5,34 @@ pyspark); ``spark-submit --packages`` takes the connector from the local Maven r
 where ``./dev build`` publishes it, with delta-spark as its dependency; the workers start the
 application's executors as JVMs of their own. ``scripts/cluster_check.py`` then compares,
 against delta-spark V1 on the same tables: a batch read replayed and planned on the
-executors, a stream's initial snapshot, and TPC-H query 1.
+executors, a stream's initial snapshot, and TPC-H query 1 on ``bench tpch``'s SF 0.01
+``lineitem`` (the session's, shared with test_bench_tpch).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
 import pytest
+from pyspark.sql import SparkSession
 
 from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
 from delta_replay.versions import CONNECTOR_ARTIFACT, CONNECTOR_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
-ENV = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+# the job's Python is this one (it imports the bench package's TPC-H queries)
+ENV = {
+    **os.environ,
+    "SPARK_HOME": str(SPARK_HOME),
+    "SPARK_LOCAL_IP": "127.0.0.1",
+    "PYSPARK_PYTHON": sys.executable,
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +53,13 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert stopped.returncode == 0, stopped.stderr
 
 
-def test_cluster_answers_equal_v1(master: str, tmp_path: Path) -> None:
+def test_cluster_answers_equal_v1(
+    master: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path
+) -> None:
+    from delta_replay_bench.tpch.data import ensure_tables, tpchgen
+
+    tpchgen()  # tpchgen-cli comes with the bench extra, which ./dev installs
+    lineitem = ensure_tables(spark, 0.01, tpch_cache)["tables"]["lineitem"]["path"]
     m2 = Path.home() / ".m2" / "repository"
     published = m2 / "io" / "deltareplay" / CONNECTOR_ARTIFACT / CONNECTOR_VERSION
     assert published.is_dir(), f"no published connector in {published}: run ./dev build first"
@@ -71,6 +86,7 @@ def test_cluster_answers_equal_v1(master: str, tmp_path: Path) -> None:
         "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1",
         str(ROOT / "scripts" / "cluster_check.py"),
         str(tmp_path),
+        lineitem,
     ]
     run = subprocess.run(submit, capture_output=True, text=True, env=ENV, timeout=900)
     checks = [line for line in run.stdout.splitlines() if line.startswith("cluster check")]
