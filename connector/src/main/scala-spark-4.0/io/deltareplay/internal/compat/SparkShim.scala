@@ -1,11 +1,21 @@
 package io.deltareplay.internal.compat
 
+import scala.collection.mutable
+
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
-import org.apache.spark.sql.execution.datasources.DataSource
+import org.apache.spark.sql.execution.datasources.{
+  DataSource,
+  PartitionSpec,
+  PartitioningAwareFileIndex
+}
+import org.apache.spark.sql.execution.datasources.v2.FileScanBuilder
 import org.apache.spark.sql.execution.streaming.StreamingRelation
+import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 /**
@@ -47,4 +57,27 @@ private[deltareplay] object SparkShim {
    * The Parquet reader's flags that Spark 4.1 added (variant and unknown type annotations): none.
    */
   val parquetAnnotationFlags: Seq[(String, String)] = Nil
+
+  /**
+   * What [[io.deltareplay.internal.scan.DeltaReplayScanBuilder]] extends to be offered a query's
+   * filters as Catalyst expressions. Spark 4.0's PushDownUtils.pushFilters offers them to a
+   * `FileScanBuilder` only (it matches that class, not `SupportsPushDownCatalystFilters`, which
+   * Spark 4.1 matches: SPARK-53512), and offers a builder that is neither a `FileScanBuilder` nor a
+   * `SupportsPushDown(V2)Filters` none. So on 4.0 the builder is a `FileScanBuilder` over an index
+   * of no files; it overrides the methods Spark calls (`pruneColumns`, `pushFilters`,
+   * `pushedFilters`), and nothing else in Spark 4.0 matches `FileScanBuilder`.
+   */
+  abstract class CatalystFiltersScanBuilder(spark: SparkSession)
+      extends FileScanBuilder(spark, new NoFiles(spark), new StructType())
+
+  /** The file index a [[CatalystFiltersScanBuilder]] is built over: no files, no partitions. */
+  private class NoFiles(spark: SparkSession)
+      extends PartitioningAwareFileIndex(spark, Map.empty, None) {
+    override def partitionSpec(): PartitionSpec = PartitionSpec.emptySpec
+    override protected def leafFiles: mutable.LinkedHashMap[Path, FileStatus] =
+      mutable.LinkedHashMap.empty
+    override protected def leafDirToChildrenFiles: Map[Path, Array[FileStatus]] = Map.empty
+    override def rootPaths: Seq[Path] = Nil
+    override def refresh(): Unit = ()
+  }
 }

@@ -1,5 +1,6 @@
 package io.deltareplay.internal.compat
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.{
@@ -8,9 +9,11 @@ import org.apache.spark.sql.catalyst.streaming.{
   Unassigned
 }
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
+import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.execution.datasources.DataSource
 import org.apache.spark.sql.execution.streaming.runtime.StreamingRelation
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 /**
@@ -58,4 +61,13 @@ private[deltareplay] object SparkShim {
       SQLConf.PARQUET_READER_RESPECT_UNKNOWN_TYPE_ANNOTATION
     )
       .map(e => e.key -> e.defaultValueString)
+
+  /**
+   * What [[io.deltareplay.internal.scan.DeltaReplayScanBuilder]] extends to be offered a query's
+   * filters as Catalyst expressions: since Spark 4.1 Spark offers them to any
+   * `SupportsPushDownCatalystFilters` (PushDownUtils.pushFilters, SPARK-53512).
+   */
+  abstract class CatalystFiltersScanBuilder(spark: SparkSession)
+      extends ScanBuilder
+      with SupportsPushDownCatalystFilters
 }

@@ -9,27 +9,28 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
 import org.apache.spark.sql.connector.expressions.filter.Predicate
+import io.deltareplay.internal.compat.SparkShim
 import org.apache.spark.sql.connector.read.{
   Scan,
-  ScanBuilder,
   SupportsPushDownAggregates,
   SupportsPushDownRequiredColumns
 }
 import org.apache.spark.sql.deltareplay.SparkBridge
-import org.apache.spark.sql.internal.connector.SupportsPushDownCatalystFilters
 import org.apache.spark.sql.types.StructType
 
 /**
  * Column pruning, filter pushdown ([[PushedFilters]]: partition filters applied exactly by pruning,
- * the rest used to skip files and re-evaluated by Spark) and aggregates from statistics.
+ * the rest used to skip files and re-evaluated by Spark) and aggregates from statistics. Spark
+ * offers the filters as Catalyst expressions (`SupportsPushDownCatalystFilters`, through the
+ * per-line [[SparkShim.CatalystFiltersScanBuilder]]: Spark 4.0 offers them to a `FileScanBuilder`
+ * only).
  */
 private[deltareplay] class DeltaReplayScanBuilder(
     spark: SparkSession,
     snapshot: TableSnapshot,
     conf: ReadConf
-) extends ScanBuilder
+) extends SparkShim.CatalystFiltersScanBuilder(spark)
     with SupportsPushDownRequiredColumns
-    with SupportsPushDownCatalystFilters
     with SupportsPushDownAggregates {
 
   private val policy = ReadPolicy(spark, snapshot, conf)
