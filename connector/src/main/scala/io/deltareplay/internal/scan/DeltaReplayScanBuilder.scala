@@ -22,7 +22,7 @@ import org.apache.spark.sql.types.StructType
  * Column pruning, filter pushdown ([[PushedFilters]]: partition filters applied exactly by pruning,
  * the rest used to skip files and re-evaluated by Spark) and aggregates from statistics. Spark
  * offers the filters as Catalyst expressions (`SupportsPushDownCatalystFilters`, through the
- * per-line [[SparkShim.CatalystFiltersScanBuilder]]: Spark 4.0 offers them to a `FileScanBuilder`
+ * per-line `SparkShim.CatalystFiltersScanBuilder`: Spark 4.0 offers them to a `FileScanBuilder`
  * only).
  */
 private[deltareplay] class DeltaReplayScanBuilder(
