@@ -3,7 +3,7 @@ package io.deltareplay.internal.index
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.log.LogFiles.Commit
-import io.deltareplay.internal.log.{CheckpointFooters, CommitTexts, LogFiles, LogSegment, MetaCache}
+import io.deltareplay.internal.log.{LogFiles, LogSegment}
 import io.deltareplay.internal.session.SessionState
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.SparkSession
