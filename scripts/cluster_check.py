@@ -56,14 +56,18 @@ def scan_of(df: DataFrame) -> str:
     return line[line.find("DeltaReplayScan") :]
 
 
+def executors(spark: SparkSession) -> int:
+    """Executors registered now (the driver's block manager is one of the memory statuses)."""
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()  # type: ignore[union-attr]
+    return int(status.size()) - 1
+
+
 def wait_for_executors(spark: SparkSession, count: int) -> None:
     deadline = time.monotonic() + 120
-    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()  # type: ignore[union-attr]
-    while status.size() < count + 1:  # the driver's block manager is one of them
+    while executors(spark) < count:
         if time.monotonic() > deadline:
-            raise SystemExit(f"cluster check: only {status.size() - 1} executors after 120 s")
+            raise SystemExit(f"cluster check: only {executors(spark)} executors after 120 s")
         time.sleep(0.5)
-        status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()  # type: ignore[union-attr]
 
 
 def write_table(spark: SparkSession, path: str) -> None:
@@ -130,8 +134,8 @@ def main(root: str, lineitem: str) -> int:
     v1_read(spark, lineitem).createOrReplaceTempView("lineitem")
     check("TPC-H Q1", got, spark.sql(q1).collect())
 
-    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # type: ignore[union-attr]
-    print(f"cluster check: master {master}, {executors} executors, {len(failures)} differences")
+    found = f"{executors(spark)} executors, {len(failures)} differences"
+    print(f"cluster check: master {master}, {found}")
     spark.stop()
     for failure in failures:
         print(f"cluster check FAILED: {failure}", file=sys.stderr)
