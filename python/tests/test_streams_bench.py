@@ -123,13 +123,19 @@ def test_compressed_run(spark, tmp_path) -> None:
         assert rec.started_s is not None and rec.stopped_s is not None
         assert rec.scheduled_start_s <= rec.started_s <= rec.scheduled_start_s + slack, rec
         assert rec.scheduled_stop_s <= rec.stopped_s <= rec.scheduled_stop_s + slack, rec
-    # The baseline queries ran through the 3x/9x changes without a restart: one query,
-    # batches 0, 1, 2, ... committed before the 9x phase and after it.
+    # The baseline queries ran through the 3x/9x changes without a restart: one query each
+    # (started once, stopped on schedule, no error: above), batches 0, 1, 2, ... each committed
+    # before the 9x phase began, and the baseline committed after it began. Not per stream and
+    # not "after it ended": a CI run on two cores shared with sbt builds saw no batch commit for
+    # 25 s (15.6 to 40.9 s), so that no baseline batch committed after the 9x phase's end at 42 s.
+    # The rows below check every stream's output exactly once, whatever the timing.
+    last_commits = []
     for spec in schedule.baseline():
         batches = [b for b in data.batches if b.stream == spec.name]
         assert [b.batch_id for b in batches] == list(range(len(batches)))
         assert min(b.commit_s for b in batches) < schedule.t_9x
-        assert max(b.commit_s for b in batches) > schedule.t_back
+        last_commits.append(max(b.commit_s for b in batches))
+    assert max(last_commits) > schedule.t_9x, last_commits
 
     expected_cols = {
         "device_id",
