@@ -52,6 +52,13 @@ lazy val connector = (project in file("connector"))
       (Compile / sourceDirectory).value / s"scala-spark-${sparkLine.name}",
     Test / unmanagedSourceDirectories +=
       (Test / sourceDirectory).value / s"scala-spark-${sparkLine.name}",
+    // on a line other than the default, the lane's suites and their helpers only (`./dev test`
+    // runs those there; -Dspark.line.tests=all compiles every suite): SparkLines.laneSources
+    Test / sources := {
+      val all = (Test / sources).value
+      if (sparkLine == defaultSparkLine) all
+      else SparkLines.laneSources(all, (Test / scalaSource).value)
+    },
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkLine.spark % Provided,
       "org.apache.spark" %% "spark-core" % sparkLine.spark % Provided,

@@ -22,6 +22,30 @@ object SparkLines {
     SparkLine("4.1", spark = "4.1.3", scala = "2.13.17", hadoop = "3.4.2", awsSdk = "2.29.52")
   )
 
+  /**
+   * The suites the lanes of `./dev test` run on the lines besides the default: the API that differs
+   * between lines (streaming relations, DataSourceV2Relation, routed reads and streams, filter
+   * pushdown: RoutingSuite) and the wiring (WiringSuite).
+   */
+  val laneSuites: Seq[String] = Seq("RoutingSuite", "WiringSuite")
+
+  /**
+   * The test sources a lane compiles: its suites, the shared helpers (package `io.deltareplay.test`)
+   * and anything outside the common tree (the line's own test sources), not the 50-odd other
+   * suites: compiling those for each line cost the lanes a minute of CPU apiece.
+   * -Dspark.line.tests=all keeps them all (to run any suite on the line).
+   */
+  def laneSources(all: Seq[java.io.File], testRoot: java.io.File): Seq[java.io.File] =
+    if (sys.props.get("spark.line.tests").contains("all")) all
+    else {
+      val root = testRoot.toPath.resolve("io/deltareplay")
+      all.filter { f =>
+        val p = f.toPath
+        !p.startsWith(root) || p.startsWith(root.resolve("test")) ||
+        laneSuites.exists(s => p == root.resolve(s + ".scala"))
+      }
+    }
+
   /** The line of this sbt session: -Dspark.line, else DELTAREPLAY_SPARK, else `default`. */
   def current(default: SparkLine): SparkLine = {
     val all = older :+ default

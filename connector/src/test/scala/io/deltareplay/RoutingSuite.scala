@@ -299,6 +299,40 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  // The Spark-line lanes run this suite: on Spark 4.0 filters reach a DSv2 scan builder only when
+  // it is a FileScanBuilder (the shim's CatalystFiltersScanBuilder), and with none pushed a read
+  // keeps its answers but prunes and skips nothing.
+  test("filters reach the scan: partition pruning and min/max skipping, V1's answers") {
+    withTempDir { dir =>
+      val path = dir.getAbsolutePath + "/t"
+      // 5 partitions, each of 3 files whose ids do not overlap: one append per id range
+      (0 until 3).foreach { k =>
+        spark
+          .range(k * 100, (k + 1) * 100, 1, 1)
+          .selectExpr("id", "cast(id % 5 as string) as p")
+          .repartition(5, org.apache.spark.sql.functions.col("p"))
+          .write
+          .format("delta")
+          .mode("append")
+          .partitionBy("p")
+          .save(path)
+      }
+      val pruned = assertSameAsV1(path, query = _.where("p = '2'"), modes = Seq("local"))
+      val skipped = assertSameAsV1(path, query = _.where("id >= 150 AND id < 160"))
+      val both = assertSameAsV1(path, query = _.where("p = '2' AND id < 20"), modes = Seq("local"))
+      val scan = deltaReplayScans(ours(path).where("p = '2' AND id < 20")).head
+      assert(pruned("local").liveFiles === 15, pruned)
+      assert(pruned("local").filesAfterPartitionPruning === 3, pruned)
+      skipped.values.foreach(m => assert(m.filesAfterSkipping === 5, m))
+      assert(both("local").filesAfterSkipping === 1, both)
+      // EXPLAIN shows them: the partition filter, the skipping filter, the Parquet filter
+      Seq(" PartitionFilters: [", " SkippingFilters: [", " PushedFilters: [").foreach { what =>
+        val shown = scan.description()
+        assert(shown.contains(what) && !shown.contains(what + "]"), shown)
+      }
+    }
+  }
+
   test("every connector option reaches the scan on both formats, batch and streaming") {
     withTempDir { dir =>
       val path = dir.getAbsolutePath + "/t"
