@@ -30,9 +30,9 @@ object SparkLines {
   val laneSuites: Seq[String] = Seq("RoutingSuite", "WiringSuite")
 
   /**
-   * The test sources a lane compiles: its suites, the shared helpers (package `io.deltareplay.test`)
-   * and anything outside the common tree (the line's own test sources), not the 50-odd other
-   * suites: compiling those for each line cost the lanes a minute of CPU apiece.
+   * The test sources a lane compiles: its suites, the shared helpers (package
+   * `io.deltareplay.test`) and anything outside the common tree (the line's own test sources), not
+   * the 50-odd other suites: compiling those for each line cost the lanes a minute of CPU apiece.
    * -Dspark.line.tests=all keeps them all (to run any suite on the line).
    */
   def laneSources(all: Seq[java.io.File], testRoot: java.io.File): Seq[java.io.File] =
