@@ -24,8 +24,8 @@ SPARK_VERSION = "4.2.0"
 SPARK_LINE = "4.2"
 SCALA_BINARY = "2.13"
 # delta-spark 4.4.1 is the PyPI pin; Maven Central's newest build for Spark 4.2 is 4.4.0.
-# The Spark lines the connector is built for (build.sbt, project/SparkLines.scala); the wheel ships
-# the SPARK_LINE jar, a source checkout builds the others (`build/sbt -Dspark.line=4.1 package`).
+# The Spark lines the connector is built for (build.sbt, project/SparkLines.scala); `./dev build`
+# builds a jar for each and the wheel ships them all (configure() takes the running pyspark's).
 SPARK_LINES = ("4.0", "4.1", "4.2")
 
 

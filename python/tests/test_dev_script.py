@@ -52,7 +52,8 @@ def test_a_failed_build_step_fails_the_build_even_when_called_with_or() -> None:
     # function: a failed format check used to go on and copy an earlier build's jar
     stubs = (
         "sbt=false\n"
-        "copy_jar() { echo copied; }\n"
+        "copy_jars() { echo copied; }\n"
+        "on_line() { echo line; }\n"
         "scripts/s3proxy.sh() { :; }\n"
         "connector_version() { echo 0; }\n"
     )

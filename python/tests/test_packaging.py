@@ -70,18 +70,23 @@ def _run(
 
 
 def test_wheel_ships_the_connector_jar(wheel: Path, tmp_path: Path) -> None:
-    jars = list((PYTHON_DIR / "delta_replay" / "jars").glob("delta-replay-spark_4.2_2.13-*.jar"))
-    assert jars, "run ./dev build first: the jar is copied into delta_replay/jars"
+    from delta_replay.versions import SPARK_LINES
+
     names = zipfile.ZipFile(wheel).namelist()
-    assert f"delta_replay/jars/{jars[0].name}" in names
+    # one jar per Spark line, each copied into delta_replay/jars by ./dev build
+    shipped = sorted(n for n in names if n.startswith("delta_replay/jars/") and n.endswith(".jar"))
+    lines = [n.split("delta-replay-spark_")[1].split("_2.13-")[0] for n in shipped]
+    assert lines == list(SPARK_LINES), shipped
     assert "delta_replay/py.typed" in names
     assert not [n for n in names if n.startswith("delta_replay_bench/")]
 
     site = tmp_path / "site"
     _pip("install", "--no-deps", "-q", "--target", str(site), str(wheel))
+    # each line's jar is found in the installed package (the running pyspark's by default)
     probe = (
-        "import delta_replay, sys; j = delta_replay.connector_jar(); "
-        "print(j); sys.exit(0 if j and str(j).startswith(sys.argv[1]) else 1)"
+        "import delta_replay, sys; from delta_replay.versions import SPARK_LINES as L; "
+        "js = [delta_replay.connector_jar(), *map(delta_replay.connector_jar, L)]; print(js); "
+        "sys.exit(0 if all(j and str(j).startswith(sys.argv[1]) for j in js) else 1)"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe, str(site)],
@@ -94,14 +99,17 @@ def test_wheel_ships_the_connector_jar(wheel: Path, tmp_path: Path) -> None:
 
 
 def test_one_version_for_wheel_jar_and_package(wheel: Path) -> None:
-    from delta_replay.versions import CONNECTOR_VERSION, VERSION, maven_version
+    from delta_replay.versions import CONNECTOR_VERSION, SPARK_LINES, VERSION, maven_version
 
     assert delta_replay.__version__ == VERSION
     assert wheel.name.startswith(f"delta_replay-{VERSION}-")
-    [jar] = list((PYTHON_DIR / "delta_replay" / "jars").glob("*.jar"))
-    assert jar.name == f"delta-replay-spark_4.2_2.13-{maven_version(VERSION)}.jar"
-    manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
-    assert f"Implementation-Version: {CONNECTOR_VERSION}" in manifest.splitlines()
+    jars = sorted((PYTHON_DIR / "delta_replay" / "jars").glob("*.jar"))
+    assert [j.name for j in jars] == [
+        f"delta-replay-spark_{line}_2.13-{maven_version(VERSION)}.jar" for line in SPARK_LINES
+    ]
+    for jar in jars:
+        manifest = zipfile.ZipFile(jar).read("META-INF/MANIFEST.MF").decode()
+        assert f"Implementation-Version: {CONNECTOR_VERSION}" in manifest.splitlines(), jar
     with zipfile.ZipFile(wheel) as built:
         [metadata] = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
         assert f"Version: {VERSION}" in built.read(metadata).decode().splitlines()
@@ -246,12 +254,25 @@ def test_docs_examples_run_from_the_wheel(venv_with_deps: Path, spark_conf_dir: 
             assert "DeltaReplayScan" in out.stdout and "after skipping" in out.stdout
 
 
-def test_the_connect_extra_keeps_pandas_below_3(wheel: Path) -> None:
-    """PySpark 4.2 warns at every start with pandas 3; pyspark[connect] alone would take it."""
+def test_the_wheels_dependencies_take_every_supported_pyspark(wheel: Path) -> None:
+    """pyspark 4.0.1 to 4.2.x (a jar for each line in the wheel), not 3.5 nor 4.3, with
+    delta-spark 4.4.1 (which takes the same range); the connect extra the same pyspark with
+    pandas below 3 (PySpark 4.2 warns at every start with pandas 3; pyspark[connect] alone
+    would take it)."""
+    from packaging.requirements import Requirement
+
+    from delta_replay.versions import SPARK_LINES
+
     with zipfile.ZipFile(wheel) as built:
         [metadata] = [n for n in built.namelist() if n.endswith(".dist-info/METADATA")]
         lines = built.read(metadata).decode().splitlines()
-    connect = [x for x in lines if x.startswith("Requires-Dist:") and 'extra == "connect"' in x]
-    assert any(x.startswith("Requires-Dist: pyspark[connect]==4.2.0") for x in connect), connect
-    [pandas] = [x for x in connect if x.startswith("Requires-Dist: pandas")]
-    assert "<3" in pandas, pandas
+    reqs = [Requirement(x.split(":", 1)[1]) for x in lines if x.startswith("Requires-Dist:")]
+    base = {r.name: r for r in reqs if r.marker is None}
+    connect = {r.name: r for r in reqs if r.marker and 'extra == "connect"' in str(r.marker)}
+    assert str(base["delta-spark"].specifier) == "==4.4.1"
+    for spark in (base["pyspark"], connect["pyspark"]):
+        ok = [f"{line}.{patch}" for line in SPARK_LINES for patch in (1, 5)]
+        assert all(spark.specifier.contains(v) for v in ok), (spark, ok)
+        assert not any(spark.specifier.contains(v) for v in ("3.5.6", "4.0.0", "4.3.0")), spark
+    assert connect["pyspark"].extras == {"connect"}
+    assert "<3" in str(connect["pandas"].specifier), connect["pandas"]
