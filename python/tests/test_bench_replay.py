@@ -193,6 +193,36 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     assert "vs delta-rs load + file list: n/a" not in text, text[-800:]
 
 
+def test_spark_option_picks_a_line_or_refuses(tmp_path: Path) -> None:
+    """``--spark``: one of the lines the connector is built for; the installed line runs here,
+    another re-runs the same command (less ``--spark``) in that line's venv."""
+    from delta_replay_bench import spark_lines
+    from delta_replay_bench.replay.cli import ReplayConfig
+
+    from delta_replay.cli import build_parser
+    from delta_replay.cli_support import UsageError
+    from delta_replay.versions import SPARK_LINE
+
+    def config(*extra: str) -> ReplayConfig:
+        return ReplayConfig.from_args(build_parser().parse_args(["bench", "replay", *extra]))
+
+    assert config().spark is None and config("--spark", "4.0").spark == "4.0"
+    for bad in ("3.5", "4.3", "4"):
+        with pytest.raises(UsageError, match="--spark .*built for Spark 4.0, 4.1, 4.2"):
+            config(f"--spark={bad}")
+    assert not spark_lines.needs_another_line(None)
+    assert not spark_lines.needs_another_line(SPARK_LINE)
+    assert spark_lines.needs_another_line("4.0" if SPARK_LINE != "4.0" else "4.1")
+    assert spark_lines.pyspark_requirement("4.0") == "pyspark>=4.0.1,<4.1"
+    argv = ["bench", "replay", "--quick", "--spark", "4.0", "--sizes=10", "--spark=4.1"]
+    assert spark_lines.without_spark_option(argv) == ["bench", "replay", "--quick", "--sizes=10"]
+    # a venv already made is used as it is (its stamp), with no pip run
+    ready = tmp_path / "spark-4.1"
+    (ready / "bin").mkdir(parents=True)
+    (ready / ".delta-replay-ready").write_text("4.1.4\n")
+    assert spark_lines.line_python("4.1", venvs=tmp_path) == ready / "bin" / "python"
+
+
 def test_merge_keeps_rows_not_measured_again() -> None:
     def row(reader: str, kind: str, seconds: float) -> dict[str, object]:
         return {

@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -30,8 +31,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyspark
 from delta_replay.cli_support import claim_work_dir
 
+from ..spark_lines import needs_another_line, rerun_on_line
 from ..synth import spec_args
 from . import store as s3
 from .cli import CLUSTER_READERS, FULL_SIZES, MEASURES, QUICK_FILES, ReplayConfig, add_arguments
@@ -354,6 +357,9 @@ def merge_rows(prior: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[
 
 def run(namespace: argparse.Namespace) -> int:
     args = ReplayConfig.from_args(namespace)
+    if needs_another_line(args.spark):
+        assert args.spark is not None
+        return rerun_on_line(args.spark, sys.argv[1:])
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="delta-replay-bench-") as tmp:
         if args.tables:
@@ -378,6 +384,7 @@ def run(namespace: argparse.Namespace) -> int:
             "cpus": os.cpu_count(),
             "load_avg_start": os.getloadavg()[0],
             "driver_memory": args.driver_memory,
+            "spark": pyspark.__version__,
             "isolation": "every Spark reader in one JVM (--quick)"
             if args.quick
             else "each reader measured in a fresh process, one at a time",

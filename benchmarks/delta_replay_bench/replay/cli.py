@@ -20,7 +20,9 @@ from delta_replay.cli_support import (
     positive_int,
     share,
 )
+from delta_replay.versions import SPARK_LINES
 
+from ..spark_lines import check_line
 from . import store as s3
 from .layouts import DEFAULT as DEFAULT_LAYOUT
 from .layouts import help_text as layouts_help
@@ -66,6 +68,7 @@ class ReplayConfig:
     store_latency: str = s3.CLOUD_LATENCY
     layouts: tuple[str, ...] = (DEFAULT_LAYOUT,)
     layouts_given: bool = False  # --layouts was given: the report has a section per layout
+    spark: str | None = None  # --spark: the Spark line to measure on (None: the installed one)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReplayConfig:
@@ -109,6 +112,7 @@ class ReplayConfig:
             store_latency=s3.CLOUD_LATENCY if args.store_latency == "cloud" else args.store_latency,
             layouts=(DEFAULT_LAYOUT,) if args.layouts is None else parse_layouts(args.layouts),
             layouts_given=args.layouts is not None,
+            spark=check_line(getattr(args, "spark", None)),
         )
 
 
@@ -136,6 +140,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "delta-replay,kernel-v2 with --quick, else all)",
     )
     parser.add_argument("--layouts", help=layouts_help())
+    parser.add_argument(
+        "--spark",
+        metavar="LINE",
+        help=f"measure on Spark LINE ({', '.join(SPARK_LINES)}; default: the installed pyspark's): "
+        "the run goes to a venv of that line, made on first use under "
+        "~/.cache/delta-replay/venvs",
+    )
     parser.add_argument(
         "--real-files",
         type=non_negative_int,

@@ -106,8 +106,9 @@ def markdown(result: dict[str, Any]) -> str:
     rows: list[Row] = classic_rows(every)
     meta = result["meta"]
     out = [f"# Log-replay benchmark, {meta['date']} on {meta['host']}", ""]
+    spark = f"Spark {meta['spark']}, " if meta.get("spark") else ""
     out.append(
-        f"{meta['cpus']} cores, driver memory {meta['driver_memory']} for every reader, "
+        f"{spark}{meta['cpus']} cores, driver memory {meta['driver_memory']} for every reader, "
         f"{meta['isolation']}. Times in seconds; heap in MB. One run per cell, no "
         "repetitions: differences under about 20% are within this machine's run-to-run noise."
         + (
