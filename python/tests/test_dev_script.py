@@ -53,7 +53,7 @@ def test_a_failed_build_step_fails_the_build_even_when_called_with_or() -> None:
     stubs = (
         "sbt=false\n"
         "copy_jars() { echo copied; }\n"
-        "on_line() { echo line; }\n"
+        "on_other_lines() { echo line; }\n"
         "scripts/s3proxy.sh() { :; }\n"
         "connector_version() { echo 0; }\n"
     )

@@ -326,8 +326,8 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
       skipped.values.foreach(m => assert(m.filesAfterSkipping === 5, m))
       assert(both("local").filesAfterSkipping === 1, both)
       // EXPLAIN shows them: the partition filter, the skipping filter, the Parquet filter
+      val shown = scan.description()
       Seq(" PartitionFilters: [", " SkippingFilters: [", " PushedFilters: [").foreach { what =>
-        val shown = scan.description()
         assert(shown.contains(what) && !shown.contains(what + "]"), shown)
       }
     }
