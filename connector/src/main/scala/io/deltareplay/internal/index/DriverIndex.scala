@@ -2,26 +2,9 @@ package io.deltareplay.internal.index
 
 import java.util.BitSet
 
-import io.deltareplay.internal.log.{
-  DvDescriptor,
-  FileEntry,
-  LiveFile,
-  Reconciler,
-  TablePaths,
-  TableSnapshot
-}
-import io.deltareplay.internal.planning.{
-  KeptFile,
-  MetadataAggregates,
-  PlanResult,
-  ReadPolicy,
-  ScanPlanner
-}
-import io.deltareplay.internal.skipping.FileFilter
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, LiveFile, Reconciler, TablePaths}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
-import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.unsafe.types.UTF8String
@@ -208,30 +191,7 @@ private[deltareplay] final class DriverIndex private (
     out.result().iterator
   }
 
-  def plan(
-      policy: ReadPolicy,
-      replayed: ReplayResult,
-      filter: FileFilter,
-      readPartitionSchema: StructType,
-      owner: AnyRef
-  ): PlanResult = {
-    val r = replayed
-    val planned = ScanPlanner.plan(policy.spark, policy.snapshot, this, filter, readPartitionSchema)
-    val what =
-      if (r.narrowed) {
-        s"narrowed: $size files the filters may match, from the log (kept for this version and " +
-          "these filters until its whole index is cached)"
-      } else describe
-    val summary = ReplaySummary(r.mode, r.actionsReplayed, size, r.millis, r.replayTasks, what)
-    PlanResult(planned, summary, onExecutors = false)
-  }
-
-  def aggregate(
-      spark: SparkSession,
-      snapshot: TableSnapshot,
-      aggregation: Aggregation,
-      filter: FileFilter
-  ): Option[MetadataAggregates.Answer] = MetadataAggregates.answer(aggregation, this, filter)
+  def byHome[R](f: TableIndex.ByHome[R]): R = f.onDriver(this)
 
   def rolledForward(
       spark: SparkSession,

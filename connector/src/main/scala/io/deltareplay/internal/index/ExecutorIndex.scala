@@ -1,18 +1,8 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{DvDescriptor, FileEntry, Reconciler, TablePaths, TableSnapshot}
-import io.deltareplay.internal.planning.{
-  ExecutorPlanning,
-  KeptFile,
-  MetadataAggregates,
-  PlanResult,
-  ReadPolicy
-}
-import io.deltareplay.internal.skipping.FileFilter
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, Reconciler, TablePaths}
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
-import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.functions.{col, udf}
 import org.apache.spark.sql.types.LongType
 import org.apache.spark.storage.StorageLevel
@@ -22,10 +12,10 @@ import org.apache.spark.unsafe.types.UTF8String
  * The snapshot index on the executors: the live files of one table version as a persisted Spark
  * dataset of [[FileEntry]] rows plus each row's key hash ([[KeyHash]]), for tables whose file list
  * is too big for the driver. The driver holds the plan and a few counters, O(partitions). Planning
- * filters it in place ([[ExecutorPlanning]]); a newer version is derived by [[rolledForward]]: the
- * rows whose key the new commits touched are dropped map-side (a broadcast set of hashes, the key
- * confirmed on a match) and the commits' winning adds are appended; after some roll-forwards the
- * result is repartitioned into a fresh persisted dataset.
+ * filters it in place (planning's `ExecutorPlanning`); a newer version is derived by
+ * [[rolledForward]]: the rows whose key the new commits touched are dropped map-side (a broadcast
+ * set of hashes, the key confirmed on a match) and the commits' winning adds are appended; after
+ * some roll-forwards the result is repartitioned into a fresh persisted dataset.
  */
 private[deltareplay] final class ExecutorIndex private (
     val entry: FileEntry,
@@ -144,37 +134,7 @@ private[deltareplay] final class ExecutorIndex private (
       .iterator
       .map(r => r.getString(0) -> DvDescriptor.fromRow(r.getAs[Row]("dv")))
 
-  def plan(
-      policy: ReadPolicy,
-      replayed: ReplayResult,
-      filter: FileFilter,
-      readPartitionSchema: StructType,
-      owner: AnyRef
-  ): PlanResult = {
-    val r = replayed
-    val started = System.nanoTime()
-    val (planned, scanned, tasks) =
-      ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, this, filter, owner)
-    // An index that is not persisted is replayed by the planning job itself.
-    val (actions, millis, replayTasks) =
-      if (persisted) (r.actionsReplayed, r.millis, r.replayTasks)
-      else {
-        val millis = r.millis + (System.nanoTime() - started) / 1000000
-        (r.actionsReplayed + scanned, millis, r.replayTasks + tasks)
-      }
-    val files = if (persisted) size else planned.liveFiles
-    val summary = ReplaySummary(r.mode, actions, files, millis, replayTasks, describe)
-    PlanResult(planned, summary, onExecutors = true)
-  }
-
-  /** The statistics are folded where the files are: one partial aggregate per task. */
-  def aggregate(
-      spark: SparkSession,
-      snapshot: TableSnapshot,
-      aggregation: Aggregation,
-      filter: FileFilter
-  ): Option[MetadataAggregates.Answer] =
-    MetadataAggregates.answerOnExecutors(spark, snapshot, aggregation, this, filter)
+  def byHome[R](f: TableIndex.ByHome[R]): R = f.onExecutors(this)
 
   override def answeredBy(mode: ReplayPath): String = s"${mode.describe} ($describe)"
 

@@ -4,7 +4,6 @@ import java.util.concurrent.{ConcurrentHashMap, CountDownLatch, TimeUnit}
 
 import scala.util.control.NonFatal
 
-import io.deltareplay.internal.planning.ReadPolicy
 import io.deltareplay.internal.session.{ReadsBegin, SessionState}
 import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
@@ -33,12 +32,12 @@ import org.apache.spark.sql.execution.ui.{
  *     [[yieldPoint]], and the build starts again once the application is idle; until its index is
  *     cached, reads of the version are answered from what the first read kept (the narrowed index
  *     of its filters) or from their own narrowed read;
- *   - its index lives where any index of the table would ([[ReadPolicy.home]]: on the driver only
- *     below `planning.executorsMinFiles`), and the cache keeps it within its budget; a build of a
- *     driver index stops once it holds more than the whole budget on the driver (a Spark job's
- *     chunks), an index that comes out bigger is not kept, and the table's later versions are not
- *     built again while the budget is no bigger (a warning says so and how to keep it): their
- *     filtered reads roll their narrowed files forward instead ([[ReadPolicy.narrowedIndex]]).
+ *   - its index lives where any index of the table would (planning's `ReadPolicy.home`: on the
+ *     driver only below `planning.executorsMinFiles`), and the cache keeps it within its budget; a
+ *     build of a driver index stops once it holds more than the whole budget on the driver (a Spark
+ *     job's chunks), an index that comes out bigger is not kept, and the table's later versions are
+ *     not built again while the budget is no bigger (a warning says so and how to keep it): their
+ *     filtered reads roll their narrowed files forward instead (`ReadPolicy.narrowedIndex`).
  */
 private[deltareplay] object IndexBuilds extends Logging {
 
@@ -112,18 +111,18 @@ private[deltareplay] object IndexBuilds extends Logging {
   }
 
   /**
-   * Starts building `policy`'s index unless a build of the same version is running (see the class
+   * Starts building `request`'s index unless a build of the same version is running (see the class
    * doc for when it runs and how it yields).
    */
-  def start(policy: ReadPolicy, needStats: Boolean): Unit = {
-    val s = policy.snapshot
+  def start(request: IndexRequest, needStats: Boolean): Unit = {
+    val s = request.snapshot
     val key = (s.segment.paths.root, s.meta.tableId, s.version)
-    val sc = policy.spark.sparkContext
+    val sc = request.spark.sparkContext
     val askedBy = Option(sc.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)).map(_.toLong)
-    val builds = buildsOf(policy.spark)
+    val builds = buildsOf(request.spark)
     val running = builds.running
     val table = (key._1, key._2)
-    val budget = policy.conf.stateCacheBudgetBytes
+    val budget = request.cacheBudgetBytes
     // an index the cache did not keep for its size is not built again under the same budget: each
     // build would cost a whole replay for nothing (filtered reads keep their narrowed files)
     val tooBig = Option(builds.overBudget.get(table)).exists(_ >= budget)
@@ -139,7 +138,7 @@ private[deltareplay] object IndexBuilds extends Logging {
             sc.setLocalProperty("spark.jobGroup.id", null)
             sc.setLocalProperty("spark.scheduler.pool", BackgroundTag)
             sc.addJobTag(BackgroundTag)
-            SparkSession.setActiveSession(policy.spark)
+            SparkSession.setActiveSession(request.spark)
             var attempt = 1
             var done = false
             while (!done && attempt <= MaxAttempts && !builds.cleared && !sc.isStopped) {
@@ -160,7 +159,7 @@ private[deltareplay] object IndexBuilds extends Logging {
                   attemptOf.set(Foreground.generation)
                   // a build on the driver stops once it passes the budget: the cache would not
                   // keep it, and the driver holds no more than the budget for it
-                  val built = policy.index(needStats, maxDriverBytes = budget)
+                  val built = request.buildIndex(needStats, maxDriverBytes = budget)
                   logInfo(
                     s"Built the index of ${s.table} v${s.version} in the background: ${built.mode.describe}"
                   )
@@ -181,7 +180,7 @@ private[deltareplay] object IndexBuilds extends Logging {
               }
             }
           } catch {
-            case NonFatal(_) if policy.spark.sparkContext.isStopped =>
+            case NonFatal(_) if request.spark.sparkContext.isStopped =>
               logInfo(s"The background index build of ${s.table} v${s.version} stopped with Spark")
             case NonFatal(e) =>
               logWarning(

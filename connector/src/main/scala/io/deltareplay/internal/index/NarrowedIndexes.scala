@@ -1,6 +1,5 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.planning.ReadPolicy
 import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
@@ -46,15 +45,15 @@ private[deltareplay] object NarrowedIndexes {
     size = _.size.toLong
   )
 
-  private def key(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Key = {
-    val s = policy.snapshot
+  private def key(request: IndexRequest, filter: FileFilter, withStats: Boolean): Key = {
+    val s = request.snapshot
     def bound(e: Expression) =
       BindReferences.bindReference(e, AttributeSeq(filter.attributes)).canonicalized
     Key(
       s.segment.paths.root,
       s.meta.tableId,
       s.version,
-      policy.entry.timeZone,
+      request.entry.timeZone,
       withStats,
       bound(filter.prune),
       bound(filter.skip)
@@ -65,24 +64,24 @@ private[deltareplay] object NarrowedIndexes {
    * A narrowed index kept for this version and these filters; for a read that needs no statistics,
    * one kept with them serves too (an aggregate of some partitions, then their rows).
    */
-  def get(policy: ReadPolicy, filter: FileFilter, withStats: Boolean): Option[ReplayResult] = {
-    val kept = cacheOf(policy.spark)
-    kept.get(key(policy, filter, withStats)).orElse {
-      if (withStats) None else kept.get(key(policy, filter, withStats = true))
+  def get(request: IndexRequest, filter: FileFilter, withStats: Boolean): Option[ReplayResult] = {
+    val kept = cacheOf(request.spark)
+    kept.get(key(request, filter, withStats)).orElse {
+      if (withStats) None else kept.get(key(request, filter, withStats = true))
     }
   }
 
   /**
    * The newest narrowed index kept for an older version of the table with these filters, and its
-   * version: what [[ReadPolicy.narrowedIndex]] rolls forward by the commits since.
+   * version: what `ReadPolicy.narrowedIndex` rolls forward by the commits since.
    */
   def before(
-      policy: ReadPolicy,
+      request: IndexRequest,
       filter: FileFilter,
       withStats: Boolean
   ): Option[(Long, ReplayResult)] = {
-    val wanted = key(policy, filter, withStats)
-    val older = cacheOf(policy.spark).entries.collect {
+    val wanted = key(request, filter, withStats)
+    val older = cacheOf(request.spark).entries.collect {
       case (k, r) if k.version < wanted.version && k.copy(version = wanted.version) == wanted =>
         k.version -> r
     }
@@ -90,8 +89,8 @@ private[deltareplay] object NarrowedIndexes {
   }
 
   /** Keeps a narrowed index of this version and these filters. */
-  def put(policy: ReadPolicy, filter: FileFilter, withStats: Boolean, r: ReplayResult): Unit =
-    cacheOf(policy.spark).put(key(policy, filter, withStats), r)
+  def put(request: IndexRequest, filter: FileFilter, withStats: Boolean, r: ReplayResult): Unit =
+    cacheOf(request.spark).put(key(request, filter, withStats), r)
 
   /**
    * Drops the table's narrowed indexes that its whole index, cached now, serves: all of them when

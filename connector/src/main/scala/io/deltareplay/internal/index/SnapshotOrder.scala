@@ -3,7 +3,6 @@ package io.deltareplay.internal.index
 import scala.collection.mutable
 
 import io.deltareplay.internal.log.{FileAction, TablePaths}
-import io.deltareplay.internal.planning.KeptFile
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.functions.col

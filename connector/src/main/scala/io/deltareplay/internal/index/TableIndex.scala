@@ -1,12 +1,8 @@
 package io.deltareplay.internal.index
 
 import io.deltareplay.internal.log.{DvDescriptor, FileEntry, Reconciler, TablePaths, TableSnapshot}
-import io.deltareplay.internal.planning.{KeptFile, MetadataAggregates, PlanResult, ReadPolicy}
-import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.expressions.aggregate.Aggregation
-import org.apache.spark.sql.types.StructType
 import org.apache.spark.storage.StorageLevel
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -14,14 +10,16 @@ import org.apache.spark.unsafe.types.UTF8String
  * The snapshot index: the live files of one table version in columnar form, the one structure batch
  * planning, data skipping, aggregates from statistics and the streaming snapshot read. Two homes,
  * one row format ([[FileEntry]]): [[DriverIndex]] (compact columns on the driver) and
- * [[ExecutorIndex]] (a persisted dataset on the executors, for tables too big for the driver).
- * [[io.deltareplay.internal.planning.ReadPolicy]] decides which; [[IndexCache]] keeps them per
- * session and rolls them forward.
+ * [[ExecutorIndex]] (a persisted dataset on the executors, for tables too big for the driver). The
+ * read's policy (in `planning`) decides which; [[IndexCache]] keeps them per session and rolls them
+ * forward.
  *
- * What differs between the homes lives here, each home implementing it once: planning a scan,
- * aggregates from statistics, rolling forward, the order of a stream's snapshot, what the session's
- * cache may keep, release. Callers do not look at which home they hold. The two homes are the only
- * implementations: [[home]] is visible inside this package only.
+ * What differs between the homes lives here, each home implementing it once: rolling forward, the
+ * order of a stream's snapshot, what the session's cache may keep, release. Planning a scan and
+ * aggregates from statistics run where the index is, with code of the room above (`planning`),
+ * which gives one function per home to [[byHome]]: the compiler checks that both are handled, and
+ * this room does not depend on planning. The two homes are the only implementations: [[home]] is
+ * visible inside this package only.
  */
 private[deltareplay] trait TableIndex {
   def entry: FileEntry
@@ -62,25 +60,8 @@ private[deltareplay] trait TableIndex {
   /** The live files (path as the log has it, deletion vector): for inspection and tests. */
   def files(): Iterator[(String, Option[DvDescriptor])]
 
-  /**
-   * A scan's plan with `filter` over this index (`replayed`: how it was got), where the index is:
-   * splits on the driver, or manifests written on the executors (`owner` keeps them alive).
-   */
-  def plan(
-      policy: ReadPolicy,
-      replayed: ReplayResult,
-      filter: FileFilter,
-      readPartitionSchema: StructType,
-      owner: AnyRef
-  ): PlanResult
-
-  /** `aggregation` answered from the statistics of the files `filter` keeps, where they are. */
-  def aggregate(
-      spark: SparkSession,
-      snapshot: TableSnapshot,
-      aggregation: Aggregation,
-      filter: FileFilter
-  ): Option[MetadataAggregates.Answer]
+  /** `f`'s function for the home this index lives in. */
+  def byHome[R](f: TableIndex.ByHome[R]): R
 
   /** How an answer from this index is described after the replay's `mode`. */
   def answeredBy(mode: ReplayPath): String = mode.describe
@@ -108,4 +89,16 @@ private[deltareplay] trait TableIndex {
 
   /** Frees what it holds outside the driver heap (persisted blocks). */
   def release(): Unit = ()
+}
+
+private[deltareplay] object TableIndex {
+
+  /**
+   * What a caller does with an index, one function per home: planning a scan (splits on the driver,
+   * or manifests written on the executors) and aggregates from statistics.
+   */
+  trait ByHome[R] {
+    def onDriver(index: DriverIndex): R
+    def onExecutors(index: ExecutorIndex): R
+  }
 }

@@ -1,6 +1,6 @@
 package io.deltareplay.internal.planning
 
-import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex}
+import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, TableIndex}
 import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TableSnapshot}
 import io.deltareplay.internal.replay.{LogJobErrors, Replay}
 import io.deltareplay.internal.skipping.FileFilter
@@ -245,6 +245,22 @@ private[deltareplay] object MetadataAggregates {
       )
     }
   }
+
+  /**
+   * The answer for `agg` from the statistics of the files `filter` keeps, computed where `index`
+   * is: on the driver ([[answer]]) or in the executors' tasks ([[answerOnExecutors]]).
+   */
+  def answerWhere(
+      spark: org.apache.spark.sql.SparkSession,
+      snapshot: TableSnapshot,
+      agg: Aggregation,
+      index: TableIndex,
+      filter: FileFilter
+  ): Option[Answer] = index.byHome(new TableIndex.ByHome[Option[Answer]] {
+    def onDriver(index: DriverIndex): Option[Answer] = answer(agg, index, filter)
+    def onExecutors(index: ExecutorIndex): Option[Answer] =
+      answerOnExecutors(spark, snapshot, agg, index, filter)
+  })
 
   /**
    * The answer for `agg` over the indexed files (on the driver) that satisfy `filter`'s partition

@@ -5,6 +5,7 @@ import io.deltareplay.internal.index.{
   Home,
   IndexBuilds,
   IndexCache,
+  IndexRequest,
   NarrowedIndexes,
   ReplayPath,
   ReplayResult
@@ -33,7 +34,8 @@ private[deltareplay] final case class ReadPolicy(
     spark: SparkSession,
     snapshot: TableSnapshot,
     conf: ReadConf
-) extends Logging {
+) extends IndexRequest
+    with Logging {
   private def segment = snapshot.segment
 
   /** The layout of this table's index entries. */
@@ -117,6 +119,11 @@ private[deltareplay] final case class ReadPolicy(
     }
     ReadPolicy.scratchReachable(spark.sparkContext.master, userSet = !isDefault, scheme)
   }
+
+  def cacheBudgetBytes: Long = conf.stateCacheBudgetBytes
+
+  def buildIndex(needStats: Boolean, maxDriverBytes: Long): ReplayResult =
+    index(needStats, maxDriverBytes = maxDriverBytes)
 
   /**
    * The index of this version: the cached one (rolled forward by the commits in between), or a

@@ -2,9 +2,8 @@ package io.deltareplay.internal.planning
 
 import scala.collection.mutable
 
-import io.deltareplay.internal.index.DriverIndex
+import io.deltareplay.internal.index.{DriverIndex, KeptFile}
 import io.deltareplay.internal.log.{DvDescriptor, FileEntry, LiveFile, TableSnapshot}
-import io.deltareplay.internal.read.DeltaInputPartition
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
@@ -24,16 +23,6 @@ private[deltareplay] case class PlannedScan(
     planMillis: Long,
     planning: String = "driver",
     liveFiles: Long = -1
-)
-
-/** What a split needs of a kept file (taken out of the index row, which is a view). */
-private[deltareplay] final case class KeptFile(
-    path: String,
-    size: Long,
-    modificationTime: Long,
-    dv: Option[DvDescriptor],
-    partition: InternalRow,
-    rows: Option[Long]
 )
 
 /**

@@ -1,6 +1,12 @@
 package io.deltareplay.internal.planning
 
-import io.deltareplay.internal.index.{ReplayResult, ReplaySummary}
+import io.deltareplay.internal.index.{
+  DriverIndex,
+  ExecutorIndex,
+  ReplayResult,
+  ReplaySummary,
+  TableIndex
+}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.types.StructType
 
@@ -59,11 +65,59 @@ private[deltareplay] final class ScanPlanning(
   }
 
   /**
-   * Plans with `filter` where the index is ([[TableIndex.plan]]); `owner` keeps any scratch files
-   * alive while it is reachable.
+   * Plans with `filter` where the index is ([[ScanPlanning.where]]); `owner` keeps any scratch
+   * files alive while it is reachable.
    */
   def plan(filter: FileFilter, readPartitionSchema: StructType, owner: AnyRef): PlanResult = {
     val (r, why) = indexFor(filter)
-    r.index.plan(policy, r, filter, readPartitionSchema, owner).copy(narrowing = why)
+    ScanPlanning.where(policy, r, filter, readPartitionSchema, owner).copy(narrowing = why)
+  }
+}
+
+private[deltareplay] object ScanPlanning {
+
+  /**
+   * A scan's plan with `filter` over `replayed`'s index, where the index is: splits on the driver
+   * ([[ScanPlanner]]), or manifests written on the executors ([[ExecutorPlanning]]; `owner` keeps
+   * them alive). The summary says what the replay behind it did.
+   */
+  def where(
+      policy: ReadPolicy,
+      replayed: ReplayResult,
+      filter: FileFilter,
+      readPartitionSchema: StructType,
+      owner: AnyRef
+  ): PlanResult = {
+    val r = replayed
+    replayed.index.byHome(new TableIndex.ByHome[PlanResult] {
+      def onDriver(index: DriverIndex): PlanResult = {
+        val planned =
+          ScanPlanner.plan(policy.spark, policy.snapshot, index, filter, readPartitionSchema)
+        val what =
+          if (r.narrowed) {
+            s"narrowed: ${index.size} files the filters may match, from the log (kept for this " +
+              "version and these filters until its whole index is cached)"
+          } else index.describe
+        val summary =
+          ReplaySummary(r.mode, r.actionsReplayed, index.size, r.millis, r.replayTasks, what)
+        PlanResult(planned, summary, onExecutors = false)
+      }
+
+      def onExecutors(index: ExecutorIndex): PlanResult = {
+        val started = System.nanoTime()
+        val (planned, scanned, tasks) =
+          ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, index, filter, owner)
+        // An index that is not persisted is replayed by the planning job itself.
+        val (actions, millis, replayTasks) =
+          if (index.persisted) (r.actionsReplayed, r.millis, r.replayTasks)
+          else {
+            val millis = r.millis + (System.nanoTime() - started) / 1000000
+            (r.actionsReplayed + scanned, millis, r.replayTasks + tasks)
+          }
+        val files = if (index.persisted) index.size else planned.liveFiles
+        val summary = ReplaySummary(r.mode, actions, files, millis, replayTasks, index.describe)
+        PlanResult(planned, summary, onExecutors = true)
+      }
+    })
   }
 }

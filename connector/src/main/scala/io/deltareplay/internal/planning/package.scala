@@ -5,7 +5,7 @@ package io.deltareplay.internal
  * its own), every decision about its index ([[ReadPolicy]]), planning splits on the driver
  * ([[ScanPlanner]]) or on the executors ([[ExecutorPlanning]], [[Binner]], [[Manifests]]),
  * aggregates from statistics ([[MetadataAggregates]]) and a stream's options ([[StreamOptions]]).
- * Uses: `log`, `skipping`, `index`, `replay`; and, against the layers (listed in
- * python/tests/test_rooms.py), `read` (the input partitions it makes).
+ * The input partitions it makes ([[DeltaInputPartition]]) are its own; `read` reads them. Uses:
+ * `log`, `skipping`, `index`, `replay`.
  */
 package object planning

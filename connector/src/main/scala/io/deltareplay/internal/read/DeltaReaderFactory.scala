@@ -8,7 +8,12 @@ import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.{FileEntry, ParquetConf}
 import io.deltareplay.internal.log.{DvDescriptor, TableSnapshot}
-import io.deltareplay.internal.planning.{ManifestPartition, ManifestReader, Manifests}
+import io.deltareplay.internal.planning.{
+  DeltaInputPartition,
+  ManifestPartition,
+  ManifestReader,
+  Manifests
+}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.parquet.hadoop.ParquetInputFormat

@@ -71,7 +71,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
     val filter = FileFilter(entry, filters, skipping = false)
     val replay =
       policy.narrowedIndex(filter, needStats = true).getOrElse(policy.index(needStats = true))
-    aggregate = replay.index.aggregate(spark, snapshot, aggregation, filter)
+    aggregate = MetadataAggregates.answerWhere(spark, snapshot, aggregation, replay.index, filter)
     aggregateReplay = replay.index.answeredBy(replay.mode)
     if (aggregate.isDefined || !replay.narrowed) replayed = Some(replay)
     aggregate.isDefined

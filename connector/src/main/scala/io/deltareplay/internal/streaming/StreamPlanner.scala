@@ -2,9 +2,9 @@ package io.deltareplay.internal.streaming
 
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.index.IndexCache
+import io.deltareplay.internal.index.{IndexCache, KeptFile}
 import io.deltareplay.internal.log.{FileEntry, LogReader, LogSegment, TableMeta, TableSnapshot}
-import io.deltareplay.internal.planning.{KeptFile, ReadConf, ReadPolicy, ScanPlanner, StreamOptions}
+import io.deltareplay.internal.planning.{ReadConf, ReadPolicy, ScanPlanner, StreamOptions}
 import io.deltareplay.internal.replay.DistributedReplay
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType

@@ -1,8 +1,8 @@
 package io.deltareplay.internal.streaming
 
-import io.deltareplay.internal.index.{SnapshotOrder, TableIndex}
+import io.deltareplay.internal.index.{KeptFile, SnapshotOrder, TableIndex}
 import io.deltareplay.internal.log.{FileEntry, TablePaths}
-import io.deltareplay.internal.planning.{KeptFile, ScanPlanner}
+import io.deltareplay.internal.planning.ScanPlanner
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.types.StructType

@@ -3,6 +3,7 @@ package io.deltareplay.internal.planning
 import scala.jdk.CollectionConverters._
 import scala.util.Random
 
+import io.deltareplay.internal.index.KeptFile
 import io.deltareplay.internal.log.FileEntry
 import io.deltareplay.internal.log.{LiveFile, LogSegment, TableMeta, TablePaths, TableSnapshot}
 import io.deltareplay.internal.skipping.FileFilter

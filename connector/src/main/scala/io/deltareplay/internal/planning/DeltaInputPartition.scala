@@ -1,9 +1,8 @@
-package io.deltareplay.internal.read
+package io.deltareplay.internal.planning
 
 import scala.collection.mutable
 
 import io.deltareplay.internal.log.DvDescriptor
-import io.deltareplay.internal.planning.BinPacker
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.execution.datasources.PartitionedFile
 
