@@ -91,7 +91,7 @@ private[deltareplay] final case class FileEntry(
       Coalesce(Seq(in(LiveFile.Ord.ModificationTime), Literal(0L))),
       in(LiveFile.Ord.Dv),
       partitionFrom(in(LiveFile.Ord.PartitionValues)),
-      JsonToStructs(statsSchema, Map.empty, in(LiveFile.Ord.Stats), Some(timeZone), false)
+      StatsJsonToStruct(in(LiveFile.Ord.Stats), statsSchema, timeZone)
     )
   }
 

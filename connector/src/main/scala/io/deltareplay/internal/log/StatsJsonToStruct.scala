@@ -1,0 +1,83 @@
+package io.deltareplay.internal.log
+
+import com.fasterxml.jackson.core.{JsonFactory, JsonParser}
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
+import org.apache.spark.sql.catalyst.expressions.{Expression, NonSQLExpression, UnaryExpression}
+import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
+import org.apache.spark.sql.catalyst.json.{JacksonParser, JSONOptions}
+import org.apache.spark.sql.catalyst.util.FailureSafeParser
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StringType, StructType}
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * A file's statistics JSON (`child`) parsed into `schema` by Spark's own JSON reader (the same
+ * converter, options and failure handling as `from_json` with no options: permissive, a document
+ * that does not parse gives a struct of nulls), with one difference in how a document reaches
+ * Jackson: its UTF-8 bytes are handed to a byte parser, where `from_json` wraps each document in
+ * a character reader, a new UTF-8 decoder per row (a large share of an index build's task time on
+ * big checkpoints: benchmarks/results/2026-12-04-whole-table-1m-profile.notes.md).
+ * StatsJsonToStructSuite holds it to `from_json`'s answers.
+ */
+private[deltareplay] final case class StatsJsonToStruct(
+    child: Expression,
+    schema: StructType,
+    timeZone: String
+) extends UnaryExpression
+    with CodegenFallback
+    with NonSQLExpression {
+
+  private val target = StatsJsonToStruct.nullable(schema).asInstanceOf[StructType]
+
+  override def dataType: DataType = target
+
+  override def nullable: Boolean = true
+
+  override def checkInputDataTypes(): TypeCheckResult =
+    if (child.dataType.isInstanceOf[StringType]) super.checkInputDataTypes()
+    else TypeCheckResult.TypeCheckFailure("needs a string")
+
+  @transient private lazy val parser = {
+    val options =
+      new JSONOptions(Map.empty[String, String], timeZone, SQLConf.get.columnNameOfCorruptRecord)
+    val raw = new JacksonParser(target, options, allowArrayAsStructs = false, Seq.empty)
+    new FailureSafeParser[UTF8String](
+      doc => raw.parse(doc, StatsJsonToStruct.overBytes, identity[UTF8String]),
+      options.parseMode,
+      target,
+      options.columnNameOfCorruptRecord
+    )
+  }
+
+  override protected def nullSafeEval(input: Any): Any = {
+    val json = input.asInstanceOf[UTF8String]
+    if (json.trimAll().numBytes() == 0) null
+    else {
+      val rows = parser.parse(json)
+      if (rows.hasNext) rows.next() else null
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: Expression): StatsJsonToStruct =
+    copy(child = newChild)
+
+  override def toString: String = s"stats_json_to_struct($child)"
+}
+
+private[deltareplay] object StatsJsonToStruct {
+
+  /** `t` with every field, element and value nullable (as `from_json` reads into). */
+  def nullable(t: DataType): DataType = t match {
+    case s: StructType =>
+      StructType(s.fields.map(f => f.copy(dataType = nullable(f.dataType), nullable = true)))
+    case a: ArrayType => ArrayType(nullable(a.elementType), containsNull = true)
+    case m: MapType => MapType(nullable(m.keyType), nullable(m.valueType), valueContainsNull = true)
+    case other => other
+  }
+
+  /** A Jackson parser over a document's UTF-8 bytes (no character decoder). */
+  val overBytes: (JsonFactory, UTF8String) => JsonParser = (factory, doc) => {
+    val bytes = doc.getBytes
+    factory.createParser(bytes, 0, bytes.length)
+  }
+}
