@@ -4,7 +4,7 @@ import com.fasterxml.jackson.core.{JsonFactory, JsonParser}
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.expressions.{Expression, NonSQLExpression, UnaryExpression}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
-import org.apache.spark.sql.catalyst.json.{JacksonParser, JSONOptions}
+import org.apache.spark.sql.catalyst.json.{JSONOptions, JacksonParser}
 import org.apache.spark.sql.catalyst.util.FailureSafeParser
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{ArrayType, DataType, MapType, StringType, StructType}
@@ -14,9 +14,9 @@ import org.apache.spark.unsafe.types.UTF8String
  * A file's statistics JSON (`child`) parsed into `schema` by Spark's own JSON reader (the same
  * converter, options and failure handling as `from_json` with no options: permissive, a document
  * that does not parse gives a struct of nulls), with one difference in how a document reaches
- * Jackson: its UTF-8 bytes are handed to a byte parser, where `from_json` wraps each document in
- * a character reader, a new UTF-8 decoder per row (a large share of an index build's task time on
- * big checkpoints: benchmarks/results/2026-12-04-whole-table-1m-profile.notes.md).
+ * Jackson: its UTF-8 bytes are handed to a byte parser, where `from_json` wraps each document in a
+ * character reader, a new UTF-8 decoder per row (a large share of an index build's task time on big
+ * checkpoints: benchmarks/results/2026-12-04-whole-table-1m-profile.notes.md).
  * StatsJsonToStructSuite holds it to `from_json`'s answers.
  */
 private[deltareplay] final case class StatsJsonToStruct(
