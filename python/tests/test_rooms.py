@@ -160,10 +160,15 @@ def test_references_point_down_the_layers() -> None:
     assert not up, f"references against the layers {LAYERS}: {up}"
 
 
+def make_rooms(root: Path, *rooms: str) -> None:
+    """Empty rooms under ``root``, each with a package doc that uses nothing."""
+    for room in rooms:
+        (root / room).mkdir()
+        (root / room / "package.scala").write_text(f"/** Uses: nothing. */\npackage {room}")
+
+
 def test_a_reference_up_the_layers_is_caught(tmp_path: Path) -> None:
-    for room in ("log", "planning"):
-        (tmp_path / room).mkdir()
-        (tmp_path / room / "package.scala").write_text(f"/** Uses: nothing. */\npackage {room}")
+    make_rooms(tmp_path, "log", "planning")
     (tmp_path / "log" / "X.scala").write_text(
         "package io.deltareplay.internal.log\nimport io.deltareplay.internal.planning.ReadConf\n"
     )
@@ -193,9 +198,7 @@ def test_the_room_graph_in_the_architecture_doc_is_current() -> None:
 
 
 def test_the_reader_sees_through_comments_strings_and_renames(tmp_path: Path) -> None:
-    for room in ("a", "b"):
-        (tmp_path / room).mkdir()
-        (tmp_path / room / "package.scala").write_text(f"/** Uses: nothing. */\npackage {room}")
+    make_rooms(tmp_path, "a", "b")
     (tmp_path / "a" / "X.scala").write_text(
         "package io.deltareplay.internal.a\n"
         "// import io.deltareplay.internal.b.Hidden\n"
