@@ -25,9 +25,12 @@ object SparkLines {
   /**
    * The suites the lanes of `./dev test` run on the lines besides the default: the API that differs
    * between lines (streaming relations, DataSourceV2Relation, routed reads and streams, filter
-   * pushdown: RoutingSuite) and the wiring (WiringSuite).
+   * pushdown: RoutingSuite), the wiring (WiringSuite) and the statistics parser built on Spark's
+   * internal JSON classes, held to from_json's answers (internal/log/StatsJsonToStructSuite). Paths
+   * under the test tree's io/deltareplay, without ".scala".
    */
-  val laneSuites: Seq[String] = Seq("RoutingSuite", "WiringSuite")
+  val laneSuites: Seq[String] =
+    Seq("RoutingSuite", "WiringSuite", "internal/log/StatsJsonToStructSuite")
 
   /**
    * The test sources a lane compiles: its suites, the shared helpers (package

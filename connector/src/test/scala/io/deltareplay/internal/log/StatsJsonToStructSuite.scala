@@ -70,7 +70,7 @@ object StatsJsonToStructSuite {
       """"nullCount":{"id":0,"s":2,"nested":{"a":0,"b":10}},"tightBounds":true}""",
     // non-ASCII and escaped text, a timestamp without an offset, whitespace around
     """  {"numRecords":3,"minValues":{"s":"héllo ☃ 𝄞","ts":"2024-03-10 02:30:00"},""" +
-      """"maxValues":{"s":"\u00e9\n\"q\""}}  """,
+      "\"maxValues\":{\"s\":\"\\u00e9\\n\\\"q\\\"\"}}  ",
     // unknown keys, arrays and objects where none is read, keys out of order, repeated keys
     """{"extra":[1,{"a":2}],"maxValues":{"id":5,"other":{"k":[]}},"numRecords":4,"numRecords":5}""",
     // a field of the wrong type: that field or the row is null, as from_json decides
