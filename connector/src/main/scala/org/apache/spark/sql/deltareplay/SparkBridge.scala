@@ -120,6 +120,9 @@ object SparkBridge {
   /** Whether strings of `t` compare by their UTF-8 bytes (no collation rules). */
   def binaryOrdered(t: StringType): Boolean = t.supportsBinaryOrdering
 
+  /** `t` with every field, element and value nullable: the type `from_json` reads into. */
+  def asNullable(t: StructType): StructType = t.asNullable
+
   /** A file index of a fixed list of files (one unpartitioned directory). */
   private final class ExactFiles(files: Seq[FileStatus]) extends FileIndex {
     override def rootPaths: Seq[Path] = files.map(_.getPath)
