@@ -64,6 +64,7 @@ object TestJvms {
     "FirstReadSuite",
     "BackgroundBuildSuite",
     "BatchReadSuite",
+    "DeletionVectorReadSuite",
     "CorrectnessSuite",
     "ExecutorPlanningSuite",
     "ReplayRulesSuite",

@@ -7,7 +7,8 @@ import org.scalatest.funsuite.AnyFunSuite
  * [[ActionLine]] gives, for every line it decodes, the action the tree decoding
  * ([[FileAction.fromJson]]) gives, and leaves every line it cannot decode the same way to the tree
  * ([[ActionLine.Unusual]]). delta-spark's own commits (statistics, deletion vectors from DELETE,
- * UPDATE and MERGE, OPTIMIZE's and REORG's removes) it decodes line by line itself: BatchReadSuite.
+ * UPDATE and MERGE, OPTIMIZE's and REORG's removes) it decodes line by line itself:
+ * DeletionVectorReadSuite.
  */
 class ActionLineSuite extends AnyFunSuite {
   import ActionLineSuite._
