@@ -1,13 +1,12 @@
 package io.deltareplay
 
-import io.deltareplay.internal.replay.TailPrefetch
 import java.util
 
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.log.TableSnapshot
-import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.scan.DeltaReplayTable
+import io.deltareplay.internal.replay.TailPrefetch
+import io.deltareplay.internal.scan.{DeltaReplayTable, ReadConf}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform

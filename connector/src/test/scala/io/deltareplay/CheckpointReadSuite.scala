@@ -2,7 +2,7 @@ package io.deltareplay
 
 import java.io.File
 
-import io.deltareplay.internal.planning.ReadConf
+import io.deltareplay.internal.scan.ReadConf
 import io.deltareplay.test.DeltaOracle
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame

@@ -362,7 +362,7 @@ class RoutingSuite extends AnyFunSuite with DeltaOracle {
         Set(O.VersionAsOf, O.TimestampAsOf, O.RouteOption, O.SnapshotStorageLevel, "path", "paths")
           .map(_.toLowerCase)
       assert(untested.isEmpty, s"options without a value in this test: $untested")
-      val defaults = internal.planning.ReadConf(spark, Map.empty)
+      val defaults = internal.scan.ReadConf(spark, Map.empty)
       values.foreach { case (key, value) =>
         val direct = deltaReplayScans(ours(path, Map(key -> value))).head.conf
         val viaRouting = spark.read.format("delta").option(key, value).load(path)

@@ -100,8 +100,8 @@ trait SharedSparkSession extends BeforeAndAfterAll { self: Suite =>
   }
 
   /** The settings of a read with `options` and the session's keys (what a load resolves). */
-  protected def sessionConf: io.deltareplay.internal.planning.ReadConf =
-    io.deltareplay.internal.planning.ReadConf(spark, Map.empty)
+  protected def sessionConf: io.deltareplay.internal.scan.ReadConf =
+    io.deltareplay.internal.scan.ReadConf(spark, Map.empty)
 
   protected def withTempDir[T](f: File => T): T = {
     val dir = Files.createTempDirectory("delta-replay-test").toFile

@@ -1,6 +1,5 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.FileEntry
 import java.util.BitSet
 
 import io.deltareplay.internal.skipping.{LongCompare, NullWords, SkipVector}
@@ -10,10 +9,11 @@ import org.apache.spark.sql.vectorized.{ColumnVector, ColumnarArray, ColumnarMap
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
- * Compact columns of [[FileEntry]] rows: the storage of the driver home of the snapshot index. No
- * object per file: primitive arrays, strings as one byte array with offsets (or a dictionary when
- * few distinct values repeat), a constant or an all-null column when every row agrees, numbers held
- * as int offsets from a base when their range allows, null flags as bit sets.
+ * Compact columns of [[io.deltareplay.internal.log.FileEntry]] rows: the storage of the driver home
+ * of the snapshot index. No object per file: primitive arrays, strings as one byte array with
+ * offsets (or a dictionary when few distinct values repeat), a constant or an all-null column when
+ * every row agrees, numbers held as int offsets from a base when their range allows, null flags as
+ * bit sets.
  *
  * A [[ColumnData]] is plain, serializable data (a planning task builds one and the driver receives
  * it); [[ColumnData.vector]] views it as a Spark `ColumnVector`, so Spark's compiled predicates

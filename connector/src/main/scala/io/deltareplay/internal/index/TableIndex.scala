@@ -1,6 +1,6 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.log.{DvDescriptor, FileEntry, Reconciler, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, Reconciler, TablePaths}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.storage.StorageLevel

@@ -2,7 +2,7 @@ package io.deltareplay.internal.log
 
 /**
  * What the log room takes of a read's settings, resolved once at the load (by
- * [[io.deltareplay.internal.planning.ReadConf]]): whether the per-session caches of protocol and
+ * [[io.deltareplay.internal.scan.ReadConf]]): whether the per-session caches of protocol and
  * metadata, commit texts and checkpoint footers are used (`stateCache`), whether a version's
  * checksum file may stand in for the log's protocol and metadata (`useChecksum`), and the tail up
  * to which the commits after a checkpoint are reconciled on the driver (`tailFastPathMaxBytes`,

@@ -49,7 +49,7 @@ private[deltareplay] object ExecutorPlanning {
   def plan(
       spark: SparkSession,
       snapshot: TableSnapshot,
-      conf: ReadConf,
+      conf: PlanningSettings,
       index: ExecutorIndex,
       filter: FileFilter,
       owner: AnyRef

@@ -33,7 +33,7 @@ import org.apache.spark.storage.StorageLevel
 private[deltareplay] final case class ReadPolicy(
     spark: SparkSession,
     snapshot: TableSnapshot,
-    conf: ReadConf
+    conf: PlanningSettings
 ) extends IndexRequest
     with Logging {
   private def segment = snapshot.segment
@@ -261,7 +261,7 @@ private[deltareplay] final case class ReadPolicy(
    * ([[narrowedIndex]] has checked the mode).
    */
   private def commitsNarrowOnDriver: Boolean =
-    Replay.commitsOnDriver(segment, conf.replay) && logBytes > conf.distributedThresholdBytes
+    Replay.commitsOnDriver(segment, conf.replay) && logBytes > conf.replay.distributedThresholdBytes
 
   /**
    * The narrowed index an earlier read of this table with the same filters kept, rolled forward by

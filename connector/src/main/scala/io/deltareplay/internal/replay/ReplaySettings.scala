@@ -19,7 +19,7 @@ private[deltareplay] object ReplayMode {
 
 /**
  * What the replay room takes of a read's settings, resolved once at the load (by
- * [[io.deltareplay.internal.planning.ReadConf]]; each field is the setting of the same name in
+ * [[io.deltareplay.internal.scan.ReadConf]]; each field is the setting of the same name in
  * [[io.deltareplay.DeltaReplayOptions.Settings]]), with the log's settings it reads the log by.
  */
 private[deltareplay] final case class ReplaySettings(

@@ -6,9 +6,8 @@ import scala.util.control.NonFatal
 
 import io.deltareplay.internal.compat.SparkShim
 import io.deltareplay.internal.delta.DeltaAdapter
-import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.DeltaReplaySource
-import io.deltareplay.internal.scan.DeltaReplayTable
+import io.deltareplay.internal.scan.{DeltaReplayTable, ReadConf}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnresolvedDataSource}
@@ -44,7 +43,7 @@ private[deltareplay] case class ResolveDeltaLoads(spark: SparkSession)
     with Logging {
 
   override def apply(plan: LogicalPlan): LogicalPlan =
-    if (!ReadConf.routeAtLoad(spark)) plan
+    if (!RoutingSwitches.routeAtLoad(spark)) plan
     else
       // a stream's source sits under a NamedStreamingRelation; Spark's NameStreamingSources gives
       // the resolved source its name (StreamingRelationV2 takes one)

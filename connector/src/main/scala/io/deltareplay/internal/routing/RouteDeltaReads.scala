@@ -8,9 +8,8 @@ import scala.util.{Failure, Success, Try}
 
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.TableSnapshot
-import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.read.FileMetadata
-import io.deltareplay.internal.scan.DeltaReplayTable
+import io.deltareplay.internal.scan.{DeltaReplayTable, ReadConf}
 import io.deltareplay.DeltaReplayOptions
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -139,7 +138,7 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
       case Some(table) => inTransaction(plan, table)
       case None =>
         val newest = new Newest
-        val routed = if (ReadConf.routingEnabled(spark)) route(plan, None, newest) else plan
+        val routed = if (RoutingSwitches.enabled(spark)) route(plan, None, newest) else plan
         resolveNewest(routed, newest)
     }
   }

@@ -6,8 +6,7 @@ import scala.jdk.CollectionConverters._
 import io.deltareplay.internal.compat.SparkShim
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.TableSnapshot
-import io.deltareplay.internal.planning.ReadConf
-import io.deltareplay.internal.scan.DeltaReplayTable
+import io.deltareplay.internal.scan.{DeltaReplayTable, ReadConf}
 import io.deltareplay.{DeltaReplayOptions, DeltaReplaySource}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.AttributeReference
@@ -25,7 +24,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 private[deltareplay] case class RouteDeltaStreams(spark: SparkSession) extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
-    if (!ReadConf.routingEnabled(spark)) return plan
+    if (!RoutingSwitches.enabled(spark)) return plan
     plan.resolveOperatorsUp {
       case rel @ SparkShim.V1StreamingRelation(ds, output, identifyingName)
           if DeltaAdapter.isDeltaSource(ds.className) =>

@@ -40,7 +40,8 @@ private[scan] final class DeltaReplayFileIndex(spark: SparkSession, table: Delta
 
   /** The live files of the read's version, as absolute paths (delta-spark's `inputFiles`). */
   override def inputFiles: Array[String] = {
-    val index = ReadPolicy(spark, table.snapshot, table.conf).index(needStats = false).index
+    val index =
+      ReadPolicy(spark, table.snapshot, table.conf.planning).index(needStats = false).index
     val paths = table.snapshot.segment.paths
     index
       .files()

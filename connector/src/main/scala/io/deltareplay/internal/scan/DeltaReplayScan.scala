@@ -4,7 +4,7 @@ import java.util.OptionalLong
 
 import io.deltareplay.internal.index.ReplayResult
 import io.deltareplay.internal.log.{LogReader, TableSnapshot}
-import io.deltareplay.internal.planning.{PlanResult, ReadConf, ReadPolicy, ScanPlanning}
+import io.deltareplay.internal.planning.{PlanResult, ReadPolicy, ScanPlanning}
 import io.deltareplay.internal.read.{DeltaReaderFactory, FileMetadata}
 import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
 import io.deltareplay.internal.streaming.DeltaReplayMicroBatchStream
@@ -48,7 +48,7 @@ private[deltareplay] final case class DeltaReplayScan(
     with SupportsReportStatistics
     with SupportsRuntimeV2Filtering {
 
-  private lazy val policy = ReadPolicy(spark, snapshot, conf)
+  private lazy val policy = ReadPolicy(spark, snapshot, conf.planning)
 
   /** This scan's planning over the snapshot index; the index is got once. */
   lazy val planning: ScanPlanning = policy.planner(needStats, replayedBefore)
@@ -153,10 +153,8 @@ private[deltareplay] final case class DeltaReplayScan(
   override def toBatch: Batch = new DeltaReplayBatch(this)
 
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
-    // the level of the snapshot index the stream keeps; index.storageLevel unless given apart
-    val level = conf.snapshotStorageLevel.getOrElse(conf.indexStorageLevel)
     done.streamed = true
-    new DeltaReplayMicroBatchStream(spark, snapshot, conf.stream, conf, level)
+    new DeltaReplayMicroBatchStream(spark, snapshot, conf.stream)
   }
 
   /**

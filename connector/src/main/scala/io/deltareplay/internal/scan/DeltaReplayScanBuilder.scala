@@ -2,7 +2,7 @@ package io.deltareplay.internal.scan
 
 import io.deltareplay.internal.index.ReplayResult
 import io.deltareplay.internal.log.{FileEntry, TableSnapshot}
-import io.deltareplay.internal.planning.{MetadataAggregates, ReadConf, ReadPolicy}
+import io.deltareplay.internal.planning.{MetadataAggregates, ReadPolicy}
 import io.deltareplay.internal.read.FileMetadata
 import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
 import org.apache.spark.sql.SparkSession
@@ -33,7 +33,7 @@ private[deltareplay] class DeltaReplayScanBuilder(
     with SupportsPushDownRequiredColumns
     with SupportsPushDownAggregates {
 
-  private val policy = ReadPolicy(spark, snapshot, conf)
+  private val policy = ReadPolicy(spark, snapshot, conf.planning)
   private def entry: FileEntry = policy.entry
   private var required: StructType = snapshot.schema
   private var filters: PushedFilters = PushedFilters.none

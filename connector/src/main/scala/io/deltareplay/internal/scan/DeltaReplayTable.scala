@@ -8,7 +8,6 @@ import scala.jdk.CollectionConverters._
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.{TableMeta, TableSnapshot}
-import io.deltareplay.internal.planning.ReadConf
 import io.deltareplay.internal.read.FileMetadata
 import org.apache.spark.sql.SparkSession
 import org.apache.hadoop.fs.FileStatus

@@ -1,33 +1,22 @@
-package io.deltareplay.internal.planning
+package io.deltareplay.internal.scan
 
 import java.util.Locale
 
 import io.deltareplay.Errors
 import io.deltareplay.{DeltaReplayOptions => O}
-import io.deltareplay.DeltaReplayOptions.Named
 import io.deltareplay.internal.log.LogSettings
+import io.deltareplay.internal.planning.{PlanningMode, PlanningSettings}
 import io.deltareplay.internal.replay.{ReplayMode, ReplaySettings}
+import io.deltareplay.internal.streaming.{StreamOptions, StreamSettings}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.storage.StorageLevel
 
-/** Where a batch scan's file list is pruned, skipped and split (see `planning.mode`). */
-private[deltareplay] sealed trait PlanningMode extends Named
-private[deltareplay] object PlanningMode {
-  case object Auto extends PlanningMode { val name = "auto" }
-  case object Driver extends PlanningMode { val name = "driver" }
-  case object Executors extends PlanningMode { val name = "executors" }
-
-  /** Every choice (the settings registry's `OneOf` lists these names: ReadConfSuite). */
-  val all: Seq[PlanningMode] = Seq(Auto, Driver, Executors)
-
-  def parse(value: String): PlanningMode = Named.parse(O.PlanningModeKey, value, all)
-}
-
 /**
  * The settings of one read, resolved once where the read is loaded (read option > session key >
- * default, [[io.deltareplay.DeltaReplayOptions.Settings]]) and passed on as plain values to
- * everything the read uses: the snapshot load and its caches, replay, planning, the stream. Nothing
- * below rebuilds it from the session.
+ * default, [[io.deltareplay.DeltaReplayOptions.Settings]]): by this room's table and scan, by the
+ * routing rules that build them and by the source. The rooms below never see it whole: each takes
+ * its own typed part ([[log]], [[replay]], [[planning]], [[stream]]), and nothing below rebuilds
+ * settings from the session.
  */
 private[deltareplay] case class ReadConf(
     replayMode: ReplayMode,
@@ -53,7 +42,7 @@ private[deltareplay] case class ReadConf(
     prefetchTail: Boolean = true,
     shareHadoopConf: Boolean = true,
     snapshotStorageLevel: Option[StorageLevel] = None,
-    stream: StreamOptions = StreamOptions(Map.empty)
+    streamOptions: StreamOptions = StreamOptions(Map.empty)
 ) {
 
   /** What the log room takes of these settings. */
@@ -70,6 +59,31 @@ private[deltareplay] case class ReadConf(
     stateMaxTailBytes,
     prefetchTail,
     log
+  )
+
+  /** What the planning room takes of these settings. */
+  def planning: PlanningSettings = PlanningSettings(
+    replay,
+    stateCache,
+    filterCheckpoint,
+    indexInBackground,
+    stateCacheBudgetBytes,
+    indexStorageLevel,
+    planningMode,
+    executorsMinFiles,
+    scratchDir
+  )
+
+  /**
+   * What the streaming room takes of these settings; the stream's snapshot index is kept at
+   * `snapshot.storageLevel`, else at `index.storageLevel`.
+   */
+  def stream: StreamSettings = StreamSettings(
+    streamOptions,
+    planning,
+    snapshotSliceFiles,
+    snapshotStorageLevel.getOrElse(indexStorageLevel),
+    shareHadoopConf
   )
 }
 
@@ -173,7 +187,7 @@ private[deltareplay] object ReadConf {
         .settingNamed(O.SnapshotStorageLevel)
         .flatMap(s => resolve(spark, options, s))
         .map(r => storageLevel(r.key, r.value)),
-      stream = StreamOptions(options)
+      streamOptions = StreamOptions(options)
     )
   }
 
@@ -186,15 +200,4 @@ private[deltareplay] object ReadConf {
         throw Errors.badOption(key, v, O.Kind.StorageLevelName.expected)
     }
   }
-
-  /** Whether routing of `format("delta")` reads is on for this session. */
-  def routingEnabled(spark: SparkSession): Boolean = on(spark, O.EnabledKey)
-
-  /** Whether routed `format("delta").load(...)` reads are resolved by this connector at load. */
-  def routeAtLoad(spark: SparkSession): Boolean =
-    routingEnabled(spark) && on(spark, O.RouteAtLoadKey)
-
-  /** A session-only switch: on unless set to `false`. */
-  private def on(spark: SparkSession, key: String): Boolean =
-    spark.conf.getOption(key).forall(_.trim.toLowerCase(Locale.ROOT) != "false")
 }

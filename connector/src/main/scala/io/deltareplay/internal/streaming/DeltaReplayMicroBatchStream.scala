@@ -8,14 +8,13 @@ import scala.jdk.CollectionConverters._
 import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.log.TableSnapshot
-import io.deltareplay.internal.planning.{ReadConf, ScanPlanner, StreamOptions}
+import io.deltareplay.internal.planning.ScanPlanner
 import io.deltareplay.internal.read.DeltaReaderFactory
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming._
 import org.apache.spark.sql.connector.read.streaming.{Offset => OffsetV2}
-import org.apache.spark.storage.StorageLevel
 
 /**
  * The streaming source: first the files live at the start version (the initial snapshot, see
@@ -26,16 +25,15 @@ import org.apache.spark.storage.StorageLevel
 private[deltareplay] class DeltaReplayMicroBatchStream(
     spark: SparkSession,
     start: TableSnapshot,
-    options: StreamOptions,
-    conf: ReadConf,
-    storageLevel: StorageLevel
+    settings: StreamSettings
 ) extends MicroBatchStream
     with SupportsAdmissionControl
     with SupportsTriggerAvailableNow
     with ReportsSourceMetrics
     with Logging {
 
-  private val planner = new StreamPlanner(spark, start, options, conf, storageLevel)
+  private val planner = new StreamPlanner(spark, start, settings)
+  private def options: StreamOptions = settings.options
   @volatile private var availableNowBound: Option[Long] = None
   @volatile private var lastAdmittedFiles = 0L
 
@@ -128,7 +126,7 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
       planner.partitionSchema,
       Array.empty,
       deletes = true,
-      shareHadoopConf = conf.shareHadoopConf
+      shareHadoopConf = settings.shareHadoopConf
     )
     // Rows come out in the table's column order, as the streaming relation expects.
     val produced = (planner.dataSchema ++ planner.partitionSchema).map(_.name)

@@ -1,4 +1,4 @@
-package io.deltareplay.internal.planning
+package io.deltareplay.internal.streaming
 
 import java.util.Locale
 

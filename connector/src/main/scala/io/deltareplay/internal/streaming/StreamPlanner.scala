@@ -4,11 +4,10 @@ import io.deltareplay.Errors
 import io.deltareplay.internal.delta.DeltaAdapter
 import io.deltareplay.internal.index.{IndexCache, KeptFile}
 import io.deltareplay.internal.log.{FileEntry, LogReader, LogSegment, TableMeta, TableSnapshot}
-import io.deltareplay.internal.planning.{ReadConf, ReadPolicy, ScanPlanner, StreamOptions}
+import io.deltareplay.internal.planning.{ReadPolicy, ScanPlanner}
 import io.deltareplay.internal.replay.DistributedReplay
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
-import org.apache.spark.storage.StorageLevel
 
 /**
  * What a stream reads next: walks the initial snapshot and then the commits, applying the
@@ -17,10 +16,10 @@ import org.apache.spark.storage.StorageLevel
 private[deltareplay] class StreamPlanner(
     spark: SparkSession,
     start: TableSnapshot,
-    options: StreamOptions,
-    conf: ReadConf,
-    storageLevel: StorageLevel
+    settings: StreamSettings
 ) {
+  private def options: StreamOptions = settings.options
+  private def conf = settings.planning
   private val meta = start.meta
   private val tableId = meta.tableId
   private val hadoopConf = spark.sessionState.newHadoopConf()
@@ -230,7 +229,8 @@ private[deltareplay] class StreamPlanner(
           else TableSnapshot.load(spark, start.tablePath.toString, Some(version), None, conf.log)
         val policy = ReadPolicy(spark, at, conf)
         val build = () => {
-          val replayed = policy.index(needStats = false, keepPersisted = Some(storageLevel))
+          val replayed =
+            policy.index(needStats = false, keepPersisted = Some(settings.storageLevel))
           val index = replayed.index
           StreamSnapshot.Built(
             index,
@@ -241,7 +241,7 @@ private[deltareplay] class StreamPlanner(
         val wanted = firstFilesWanted
         val first =
           if (
-            !fromStart || wanted <= 0 || wanted > conf.snapshotSliceFiles ||
+            !fromStart || wanted <= 0 || wanted > settings.snapshotSliceFiles ||
             !policy.replaysDistributed || policy.cachedState(needStats = false).isDefined
           ) None
           else {
@@ -259,8 +259,8 @@ private[deltareplay] class StreamPlanner(
           first,
           at.segment.paths,
           partitionSchema,
-          storageLevel,
-          conf.snapshotSliceFiles
+          settings.storageLevel,
+          settings.snapshotSliceFiles
         )
         snapshot = Some((version, s))
         s

@@ -1,6 +1,7 @@
-package io.deltareplay.internal.planning
+package io.deltareplay.internal.scan
 
 import io.deltareplay.{DeltaReplayException, DeltaReplayOptions => O}
+import io.deltareplay.internal.planning.{PlanningMode, ReadPolicy}
 import io.deltareplay.internal.replay.ReplayMode
 import io.deltareplay.test.SharedSparkSession
 import org.apache.spark.storage.StorageLevel

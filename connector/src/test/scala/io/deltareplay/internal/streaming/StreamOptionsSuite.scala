@@ -1,4 +1,4 @@
-package io.deltareplay.internal.planning
+package io.deltareplay.internal.streaming
 
 import io.deltareplay.DeltaReplayException
 import org.scalatest.funsuite.AnyFunSuite
