@@ -4,6 +4,10 @@ import java.util.Locale
 
 import scala.util.Try
 
+import org.apache.spark.sql.catalyst.expressions.{Cast, EvalMode, Literal}
+import org.apache.spark.sql.types.TimestampType
+import org.apache.spark.unsafe.types.UTF8String
+
 /**
  * Read options and session configuration keys of the delta-replay connector: one registry
  * ([[Settings]]) that names each setting, where it may be given, the values it takes, its default
@@ -38,46 +42,46 @@ object DeltaReplayOptions {
 
   val SessionPrefix = "spark.deltareplay."
 
-  // --- names (see [[Settings]] for what each does)
-  val VersionAsOf = "versionAsOf"
-  val TimestampAsOf = "timestampAsOf"
-  val ReplayMode = "replay.mode"
-  val DistributedThresholdBytes = "replay.distributedThresholdBytes"
-  val ReplayPartitions = "replay.partitions"
-  val TailFastPathMaxBytes = "replay.tailFastPathMaxBytes"
-  val TailBroadcastMaxBytes = "replay.tailBroadcastMaxBytes"
-  val StateCache = "replay.stateCache.enabled"
-  val FilterCheckpoint = "replay.filterCheckpoint"
-  val CheckpointTwoPass = "replay.filterCheckpoint.twoPass"
-  val IndexInBackground = "index.buildInBackground"
-  val PrefetchTail = "replay.prefetchTail"
-  val ShareHadoopConf = "read.shareHadoopConf"
-  val CheckpointRowSplits = "replay.checkpointRowSplits"
-  val UseChecksum = "replay.useChecksum"
-  val StateCacheMaxBytes = "replay.stateCache.maxBytes"
-  val StateMaxTailBytes = "replay.stateCache.maxTailBytes"
-  val MetadataAggregates = "aggregates.fromStats"
-  val DataSkipping = "skipping.enabled"
-  val IndexStorageLevel = "index.storageLevel"
-  val SnapshotSliceFiles = "streaming.snapshotSliceFiles"
-  val SnapshotStorageLevel = "streaming.snapshotStorageLevel"
-  val PlanningMode = "planning.mode"
-  val PlanningExecutorsMinFiles = "planning.executorsMinFiles"
-  val PlanningScratchDir = "planning.scratchDir"
-  val Enabled = "enabled"
-  val RouteAtLoad = "routeAtLoad"
+  // --- the settings' names (each defined, with what it does, in [[Setting]])
+  val VersionAsOf: String = Setting.VersionAsOf.name
+  val TimestampAsOf: String = Setting.TimestampAsOf.name
+  val ReplayMode: String = Setting.ReplayMode.name
+  val DistributedThresholdBytes: String = Setting.DistributedThresholdBytes.name
+  val ReplayPartitions: String = Setting.ReplayPartitions.name
+  val TailFastPathMaxBytes: String = Setting.TailFastPathMaxBytes.name
+  val TailBroadcastMaxBytes: String = Setting.TailBroadcastMaxBytes.name
+  val StateCache: String = Setting.StateCache.name
+  val FilterCheckpoint: String = Setting.FilterCheckpoint.name
+  val CheckpointTwoPass: String = Setting.CheckpointTwoPass.name
+  val IndexInBackground: String = Setting.IndexInBackground.name
+  val PrefetchTail: String = Setting.PrefetchTail.name
+  val ShareHadoopConf: String = Setting.ShareHadoopConf.name
+  val CheckpointRowSplits: String = Setting.CheckpointRowSplits.name
+  val UseChecksum: String = Setting.UseChecksum.name
+  val StateCacheMaxBytes: String = Setting.StateCacheMaxBytes.name
+  val StateMaxTailBytes: String = Setting.StateMaxTailBytes.name
+  val MetadataAggregates: String = Setting.MetadataAggregates.name
+  val DataSkipping: String = Setting.DataSkipping.name
+  val IndexStorageLevel: String = Setting.IndexStorageLevel.name
+  val SnapshotSliceFiles: String = Setting.SnapshotSliceFiles.name
+  val SnapshotStorageLevel: String = Setting.SnapshotStorageLevel.name
+  val PlanningMode: String = Setting.PlanningMode.name
+  val PlanningExecutorsMinFiles: String = Setting.PlanningExecutorsMinFiles.name
+  val PlanningScratchDir: String = Setting.PlanningScratchDir.name
+  val Enabled: String = Setting.Enabled.name
+  val RouteAtLoad: String = Setting.RouteAtLoad.name
 
   /** Read option that keeps one `format("delta")` read on delta-spark (value `false`). */
-  val RouteOption = "deltareplay.route"
+  val RouteOption: String = Setting.RouteOption.name
 
   // --- DeltaSource's streaming options, as delta-spark names them
-  val MaxFilesPerTrigger = "maxFilesPerTrigger"
-  val MaxBytesPerTrigger = "maxBytesPerTrigger"
-  val StartingVersion = "startingVersion"
-  val StartingTimestamp = "startingTimestamp"
-  val IgnoreDeletes = "ignoreDeletes"
-  val IgnoreChanges = "ignoreChanges"
-  val SkipChangeCommits = "skipChangeCommits"
+  val MaxFilesPerTrigger: String = Setting.MaxFilesPerTrigger.name
+  val MaxBytesPerTrigger: String = Setting.MaxBytesPerTrigger.name
+  val StartingVersion: String = Setting.StartingVersion.name
+  val StartingTimestamp: String = Setting.StartingTimestamp.name
+  val IgnoreDeletes: String = Setting.IgnoreDeletes.name
+  val IgnoreChanges: String = Setting.IgnoreChanges.name
+  val SkipChangeCommits: String = Setting.SkipChangeCommits.name
 
   /** Where a setting may be given. */
   sealed abstract class Scope(val describe: String) extends Product with Serializable {
@@ -117,9 +121,14 @@ object DeltaReplayOptions {
         Set("true", "false").contains(value.trim.toLowerCase(Locale.ROOT))
     }
 
-    /** A whole number of at least `min`. */
-    final case class Whole(min: Long) extends Kind(s"a whole number of at least $min") {
-      def accepts(value: String): Boolean = Try(value.trim.toLong).toOption.exists(_ >= min)
+    /** A whole number of at least `min` (and at most `max`). */
+    final case class Whole(min: Long, max: Long = Long.MaxValue)
+        extends Kind(
+          if (max == Long.MaxValue) s"a whole number of at least $min"
+          else s"a whole number from $min to $max"
+        ) {
+      def accepts(value: String): Boolean =
+        Try(value.trim.toLong).toOption.exists(n => n >= min && n <= max)
     }
 
     /** One of `choices` (any case). */
@@ -143,15 +152,20 @@ object DeltaReplayOptions {
       def accepts(value: String): Boolean = Try(value.trim.toLong).toOption.exists(_ >= 0)
     }
 
-    /** A timestamp or a date (checked against the table when the read resolves it). */
+    /**
+     * A timestamp or a date, as Spark casts a string to a timestamp (read in the session time zone
+     * when the read resolves it, unless it names one).
+     */
     case object Timestamp extends Kind("a timestamp or date") {
-      def accepts(value: String): Boolean = value.trim.nonEmpty
+      def accepts(value: String): Boolean = timestampMicros(value.trim, "UTC").isDefined
     }
 
     /** A version number or `latest`. */
     case object StartVersion extends Kind("a version number or 'latest'") {
-      def accepts(value: String): Boolean =
-        value.trim.equalsIgnoreCase("latest") || Version.accepts(value)
+      def accepts(value: String): Boolean = {
+        val v = value.trim
+        v.equalsIgnoreCase("latest") || v.nonEmpty && v.forall(_.isDigit) && Version.accepts(v)
+      }
     }
 
     /** A positive number of bytes: `1048576`, `10k`, `64m`, `1g`. */
@@ -174,250 +188,369 @@ object DeltaReplayOptions {
     def sessionKey: String = SessionPrefix + name
   }
 
-  private def setting(name: String, scope: Scope, kind: Kind, default: String, doc: String) =
-    Setting(name, scope, kind, Option(default), doc)
-
   import Kind._
   import Scope._
 
+  /**
+   * The settings table: each setting (its name, where it may be given, its values, its default and
+   * a line saying what it does) as a value, which the load resolves; the names above, [[Settings]]
+   * and everything derived from it come from here. (Its entries name no other member of
+   * [[DeltaReplayOptions]], so either object may be initialized first.)
+   */
+  object Setting {
+    private def setting(name: String, scope: Scope, kind: Kind, default: String, doc: String) =
+      Setting(name, scope, kind, Option(default), doc)
+
+    val ReplayMode: Setting =
+      setting(
+        "replay.mode",
+        ReadAndSession,
+        OneOf(internal.replay.ReplayMode.all.map(_.name): _*),
+        "auto",
+        "Where the log is replayed: on the driver, as a Spark job, or by the log's size."
+      )
+
+    val DistributedThresholdBytes: Setting =
+      setting(
+        "replay.distributedThresholdBytes",
+        ReadAndSession,
+        Whole(0),
+        (16L << 20).toString,
+        "`auto` replay: log bytes above which replay runs as a Spark job (a log without a " +
+          "checkpoint: also above `replay.tailFastPathMaxBytes`)."
+      )
+
+    val ReplayPartitions: Setting =
+      setting(
+        "replay.partitions",
+        ReadAndSession,
+        Whole(0),
+        "0",
+        "Partitions of the keyed-window replay shuffle (0: `spark.sql.shuffle.partitions`)."
+      )
+
+    val TailFastPathMaxBytes: Setting =
+      setting(
+        "replay.tailFastPathMaxBytes",
+        ReadAndSession,
+        Whole(0),
+        (64L << 20).toString,
+        "Commits after the checkpoint up to this size are reconciled on the driver (`auto`: " +
+          "a log of commits only, too)."
+      )
+
+    val TailBroadcastMaxBytes: Setting =
+      setting(
+        "replay.tailBroadcastMaxBytes",
+        ReadAndSession,
+        Whole(0),
+        (256L << 20).toString,
+        "Bigger tails up to this size go through the keyed window alone (0: shuffle everything)."
+      )
+
+    val StateCache: Setting =
+      setting(
+        "replay.stateCache.enabled",
+        ReadAndSession,
+        Bool,
+        "true",
+        "Keep each table's snapshot index and roll it forward by new commits."
+      )
+
+    val FilterCheckpoint: Setting =
+      setting(
+        "replay.filterCheckpoint",
+        ReadAndSession,
+        Bool,
+        "true",
+        "A filtered first read builds index entries only for the files its filters may match."
+      )
+
+    val CheckpointTwoPass: Setting =
+      setting(
+        "replay.filterCheckpoint.twoPass",
+        ReadAndSession,
+        Bool,
+        "true",
+        "Filtered checkpoint reads decode the filters' columns first, then the matching rows."
+      )
+
+    val IndexInBackground: Setting =
+      setting(
+        "index.buildInBackground",
+        ReadAndSession,
+        Bool,
+        "true",
+        "After a filtered first read, build the whole index in the background."
+      )
+
+    val PrefetchTail: Setting =
+      setting(
+        "replay.prefetchTail",
+        Session,
+        Bool,
+        "true",
+        "Parse the commits after a checkpoint when a DataFrame or stream is created."
+      )
+
+    val ShareHadoopConf: Setting =
+      setting(
+        "read.shareHadoopConf",
+        Session,
+        Bool,
+        "true",
+        "A scan's file readers share one Hadoop configuration instead of a copy per file."
+      )
+
+    val CheckpointRowSplits: Setting =
+      setting(
+        "replay.checkpointRowSplits",
+        Session,
+        Bool,
+        "false",
+        "A checkpoint Parquet file's splits divide its row groups by rows, read by as many tasks."
+      )
+
+    val UseChecksum: Setting =
+      setting(
+        "replay.useChecksum",
+        Session,
+        Bool,
+        "true",
+        "Take protocol and metadata from the version checksum file when there is one."
+      )
+
+    val StateCacheMaxBytes: Setting =
+      setting(
+        "replay.stateCache.maxBytes",
+        ReadAndSession,
+        Whole(0),
+        "0",
+        "Driver heap budget of cached indexes (0: a tenth of the driver's max heap)."
+      )
+
+    val StateMaxTailBytes: Setting =
+      setting(
+        "replay.stateCache.maxTailBytes",
+        ReadAndSession,
+        Whole(0),
+        (64L << 20).toString,
+        "Roll a cached index forward over at most this many bytes of commits."
+      )
+
+    val MetadataAggregates: Setting =
+      setting(
+        "aggregates.fromStats",
+        ReadAndSession,
+        Bool,
+        "true",
+        "Answer count/min/max from the log's statistics when no data filter prevents it."
+      )
+
+    val DataSkipping: Setting =
+      setting(
+        "skipping.enabled",
+        ReadAndSession,
+        Bool,
+        "true",
+        "Skip files by their min/max/null-count statistics."
+      )
+
+    val IndexStorageLevel: Setting =
+      setting(
+        "index.storageLevel",
+        ReadAndSession,
+        StorageLevelName,
+        "MEMORY_AND_DISK",
+        "Storage level of a snapshot index kept on the executors (unset, with a `local` master: " +
+          "DISK_ONLY)."
+      )
+
+    val PlanningMode: Setting =
+      setting(
+        "planning.mode",
+        ReadAndSession,
+        OneOf(internal.planning.PlanningMode.all.map(_.name): _*),
+        "auto",
+        "Where the index lives and a batch scan plans: driver, executors, or by table size."
+      )
+
+    val PlanningExecutorsMinFiles: Setting =
+      setting(
+        "planning.executorsMinFiles",
+        ReadAndSession,
+        Whole(0),
+        "0",
+        "`auto` planning: tables with this many files plan on the executors (0: 1 per 2 KiB heap)."
+      )
+
+    val PlanningScratchDir: Setting =
+      setting(
+        "planning.scratchDir",
+        ReadAndSession,
+        Text,
+        "/tmp/delta-replay",
+        "Directory of executor planning's manifests; every executor must reach it."
+      )
+
+    val SnapshotSliceFiles: Setting =
+      setting(
+        "streaming.snapshotSliceFiles",
+        ReadAndSession,
+        Whole(1),
+        "50000",
+        "A stream's initial snapshot on the executors is read in slices of this many files."
+      )
+
+    val SnapshotStorageLevel: Setting =
+      Setting(
+        "streaming.snapshotStorageLevel",
+        ReadAndSession,
+        StorageLevelName,
+        None,
+        "Storage level of a stream's snapshot index on the executors (unset: `index.storageLevel`)."
+      )
+
+    val Enabled: Setting =
+      setting(
+        "enabled",
+        Session,
+        Bool,
+        "true",
+        "With the extension: route `format(\"delta\")`, tables and SQL through this connector."
+      )
+
+    val RouteAtLoad: Setting =
+      setting(
+        "routeAtLoad",
+        Session,
+        Bool,
+        "true",
+        "Resolve `format(\"delta\").load(path)` to this connector when the DataFrame is created."
+      )
+
+    val VersionAsOf: Setting =
+      Setting("versionAsOf", Read, Version, None, "Read this table version.")
+
+    val TimestampAsOf: Setting =
+      Setting(
+        "timestampAsOf",
+        Read,
+        Timestamp,
+        None,
+        "Read the version that was newest at this timestamp."
+      )
+
+    val RouteOption: Setting =
+      Setting(
+        "deltareplay.route",
+        Read,
+        Bool,
+        None,
+        "`false` keeps one `format(\"delta\")` read on delta-spark."
+      )
+
+    val MaxFilesPerTrigger: Setting =
+      setting(
+        "maxFilesPerTrigger",
+        Stream,
+        Whole(1, Int.MaxValue),
+        "1000",
+        "Files admitted per micro-batch."
+      )
+
+    val MaxBytesPerTrigger: Setting =
+      Setting(
+        "maxBytesPerTrigger",
+        Stream,
+        Bytes,
+        None,
+        "Bytes admitted per micro-batch (at least one file)."
+      )
+
+    val StartingVersion: Setting =
+      Setting(
+        "startingVersion",
+        Stream,
+        StartVersion,
+        None,
+        "Read the changes from this version on (`latest`: only new commits), no snapshot."
+      )
+
+    val StartingTimestamp: Setting =
+      Setting(
+        "startingTimestamp",
+        Stream,
+        Timestamp,
+        None,
+        "Read the changes from the first commit at or after this timestamp."
+      )
+
+    val IgnoreDeletes: Setting =
+      setting(
+        "ignoreDeletes",
+        Stream,
+        Bool,
+        "false",
+        "Skip commits that only remove files."
+      )
+
+    val IgnoreChanges: Setting =
+      setting(
+        "ignoreChanges",
+        Stream,
+        Bool,
+        "false",
+        "Re-emit the files that change commits add; their removes are ignored."
+      )
+
+    val SkipChangeCommits: Setting =
+      setting(
+        "skipChangeCommits",
+        Stream,
+        Bool,
+        "false",
+        "Skip every commit that removes or rewrites data."
+      )
+  }
+
   /** Every setting, in the order `docs/configuration.md` lists them. */
   val Settings: Seq[Setting] = Seq(
-    setting(
-      ReplayMode,
-      ReadAndSession,
-      OneOf("auto", "local", "distributed"),
-      "auto",
-      "Where the log is replayed: on the driver, as a Spark job, or by the log's size."
-    ),
-    setting(
-      DistributedThresholdBytes,
-      ReadAndSession,
-      Whole(0),
-      (16L << 20).toString,
-      "`auto` replay: log bytes above which replay runs as a Spark job (a log without a " +
-        "checkpoint: also above `replay.tailFastPathMaxBytes`)."
-    ),
-    setting(
-      ReplayPartitions,
-      ReadAndSession,
-      Whole(0),
-      "0",
-      "Partitions of the keyed-window replay shuffle (0: `spark.sql.shuffle.partitions`)."
-    ),
-    setting(
-      TailFastPathMaxBytes,
-      ReadAndSession,
-      Whole(0),
-      (64L << 20).toString,
-      "Commits after the checkpoint up to this size are reconciled on the driver (`auto`: " +
-        "a log of commits only, too)."
-    ),
-    setting(
-      TailBroadcastMaxBytes,
-      ReadAndSession,
-      Whole(0),
-      (256L << 20).toString,
-      "Bigger tails up to this size go through the keyed window alone (0: shuffle everything)."
-    ),
-    setting(
-      StateCache,
-      ReadAndSession,
-      Bool,
-      "true",
-      "Keep each table's snapshot index and roll it forward by new commits."
-    ),
-    setting(
-      FilterCheckpoint,
-      ReadAndSession,
-      Bool,
-      "true",
-      "A filtered first read builds index entries only for the files its filters may match."
-    ),
-    setting(
-      CheckpointTwoPass,
-      ReadAndSession,
-      Bool,
-      "true",
-      "Filtered checkpoint reads decode the filters' columns first, then the matching rows."
-    ),
-    setting(
-      IndexInBackground,
-      ReadAndSession,
-      Bool,
-      "true",
-      "After a filtered first read, build the whole index in the background."
-    ),
-    setting(
-      PrefetchTail,
-      Session,
-      Bool,
-      "true",
-      "Parse the commits after a checkpoint when a DataFrame or stream is created."
-    ),
-    setting(
-      ShareHadoopConf,
-      Session,
-      Bool,
-      "true",
-      "A scan's file readers share one Hadoop configuration instead of a copy per file."
-    ),
-    setting(
-      CheckpointRowSplits,
-      Session,
-      Bool,
-      "false",
-      "A checkpoint Parquet file's splits divide its row groups by rows, read by as many tasks."
-    ),
-    setting(
-      UseChecksum,
-      Session,
-      Bool,
-      "true",
-      "Take protocol and metadata from the version checksum file when there is one."
-    ),
-    setting(
-      StateCacheMaxBytes,
-      ReadAndSession,
-      Whole(0),
-      "0",
-      "Driver heap budget of cached indexes (0: a tenth of the driver's max heap)."
-    ),
-    setting(
-      StateMaxTailBytes,
-      ReadAndSession,
-      Whole(0),
-      (64L << 20).toString,
-      "Roll a cached index forward over at most this many bytes of commits."
-    ),
-    setting(
-      MetadataAggregates,
-      ReadAndSession,
-      Bool,
-      "true",
-      "Answer count/min/max from the log's statistics when no data filter prevents it."
-    ),
-    setting(
-      DataSkipping,
-      ReadAndSession,
-      Bool,
-      "true",
-      "Skip files by their min/max/null-count statistics."
-    ),
-    setting(
-      IndexStorageLevel,
-      ReadAndSession,
-      StorageLevelName,
-      "MEMORY_AND_DISK",
-      "Storage level of a snapshot index kept on the executors (unset, with a `local` master: " +
-        "DISK_ONLY)."
-    ),
-    setting(
-      PlanningMode,
-      ReadAndSession,
-      OneOf("auto", "driver", "executors"),
-      "auto",
-      "Where the index lives and a batch scan plans: driver, executors, or by table size."
-    ),
-    setting(
-      PlanningExecutorsMinFiles,
-      ReadAndSession,
-      Whole(0),
-      "0",
-      "`auto` planning: tables with this many files plan on the executors (0: 1 per 2 KiB heap)."
-    ),
-    setting(
-      PlanningScratchDir,
-      ReadAndSession,
-      Text,
-      "/tmp/delta-replay",
-      "Directory of executor planning's manifests; every executor must reach it."
-    ),
-    setting(
-      SnapshotSliceFiles,
-      ReadAndSession,
-      Whole(1),
-      "50000",
-      "A stream's initial snapshot on the executors is read in slices of this many files."
-    ),
-    Setting(
-      SnapshotStorageLevel,
-      ReadAndSession,
-      StorageLevelName,
-      None,
-      "Storage level of a stream's snapshot index on the executors (unset: `index.storageLevel`)."
-    ),
-    setting(
-      Enabled,
-      Session,
-      Bool,
-      "true",
-      "With the extension: route `format(\"delta\")`, tables and SQL through this connector."
-    ),
-    setting(
-      RouteAtLoad,
-      Session,
-      Bool,
-      "true",
-      "Resolve `format(\"delta\").load(path)` to this connector when the DataFrame is created."
-    ),
-    Setting(VersionAsOf, Read, Version, None, "Read this table version."),
-    Setting(
-      TimestampAsOf,
-      Read,
-      Timestamp,
-      None,
-      "Read the version that was newest at this timestamp."
-    ),
-    Setting(
-      RouteOption,
-      Read,
-      Bool,
-      None,
-      "`false` keeps one `format(\"delta\")` read on delta-spark."
-    ),
-    setting(
-      MaxFilesPerTrigger,
-      Stream,
-      Whole(1),
-      "1000",
-      "Files admitted per micro-batch."
-    ),
-    Setting(
-      MaxBytesPerTrigger,
-      Stream,
-      Bytes,
-      None,
-      "Bytes admitted per micro-batch (at least one file)."
-    ),
-    Setting(
-      StartingVersion,
-      Stream,
-      StartVersion,
-      None,
-      "Read the changes from this version on (`latest`: only new commits), no snapshot."
-    ),
-    Setting(
-      StartingTimestamp,
-      Stream,
-      Timestamp,
-      None,
-      "Read the changes from the first commit at or after this timestamp."
-    ),
-    setting(IgnoreDeletes, Stream, Bool, "false", "Skip commits that only remove files."),
-    setting(
-      IgnoreChanges,
-      Stream,
-      Bool,
-      "false",
-      "Re-emit the files that change commits add; their removes are ignored."
-    ),
-    setting(
-      SkipChangeCommits,
-      Stream,
-      Bool,
-      "false",
-      "Skip every commit that removes or rewrites data."
-    )
+    Setting.ReplayMode,
+    Setting.DistributedThresholdBytes,
+    Setting.ReplayPartitions,
+    Setting.TailFastPathMaxBytes,
+    Setting.TailBroadcastMaxBytes,
+    Setting.StateCache,
+    Setting.FilterCheckpoint,
+    Setting.CheckpointTwoPass,
+    Setting.IndexInBackground,
+    Setting.PrefetchTail,
+    Setting.ShareHadoopConf,
+    Setting.CheckpointRowSplits,
+    Setting.UseChecksum,
+    Setting.StateCacheMaxBytes,
+    Setting.StateMaxTailBytes,
+    Setting.MetadataAggregates,
+    Setting.DataSkipping,
+    Setting.IndexStorageLevel,
+    Setting.PlanningMode,
+    Setting.PlanningExecutorsMinFiles,
+    Setting.PlanningScratchDir,
+    Setting.SnapshotSliceFiles,
+    Setting.SnapshotStorageLevel,
+    Setting.Enabled,
+    Setting.RouteAtLoad,
+    Setting.VersionAsOf,
+    Setting.TimestampAsOf,
+    Setting.RouteOption,
+    Setting.MaxFilesPerTrigger,
+    Setting.MaxBytesPerTrigger,
+    Setting.StartingVersion,
+    Setting.StartingTimestamp,
+    Setting.IgnoreDeletes,
+    Setting.IgnoreChanges,
+    Setting.SkipChangeCommits
   )
 
   private val byName: Map[String, Setting] =
@@ -469,6 +602,31 @@ object DeltaReplayOptions {
     }
     d(a.length)(b.length)
   }
+
+  /**
+   * A timestamp or date string in micro-seconds, read as Spark casts it (in `timeZone` unless it
+   * names one); None when it is not one.
+   */
+  private[deltareplay] def timestampMicros(ts: String, timeZone: String): Option[Long] =
+    Option(
+      Cast(Literal(UTF8String.fromString(ts)), TimestampType, Some(timeZone), EvalMode.LEGACY)
+        .eval()
+    ).map(_.asInstanceOf[Long])
+
+  /**
+   * The value a read's `options` give `setting` (its name in any case), trimmed, with the option's
+   * name as the read wrote it; an error naming that option when the setting does not take the
+   * value. None when the options do not give it.
+   */
+  private[deltareplay] def optionValue(
+      options: Map[String, String],
+      setting: Setting
+  ): Option[(String, String)] =
+    options.find(_._1.equalsIgnoreCase(setting.name)).map { case (key, raw) =>
+      val value = raw.trim
+      if (!setting.kind.accepts(value)) throw Errors.badOption(key, value, setting.kind.expected)
+      key -> value
+    }
 
   /** `1048576`, `10k`, `64m`, `1g` (as delta-spark accepts for `maxBytesPerTrigger`). */
   def parseBytes(value: String): Option[Long] = {

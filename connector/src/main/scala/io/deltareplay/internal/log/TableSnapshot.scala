@@ -124,7 +124,8 @@ private[deltareplay] object TableSnapshot {
     // `table` (the string form) cached
     val qualified = new Path(raw.getFileSystem(hadoopConf).makeQualified(raw).toString)
     if (version.isDefined && timestamp.isDefined) throw Errors.bothVersionAndTimestamp(path)
-    val pinned = version.orElse(timestamp.map(ts => versionAt(spark, qualified, ts)))
+    val pinned =
+      version.orElse(timestamp.map(ts => versionAt(spark, qualified, ts, settings.timeZone)))
     val key = qualified.toString
     // the newest version: listed from the checkpoint the last newest load of this table used
     val fromCheckpoint =
@@ -189,8 +190,7 @@ private[deltareplay] object TableSnapshot {
       case Some(_) => true
     })
 
-  private def versionAt(spark: SparkSession, path: Path, timestamp: String): Long = {
-    val tz = spark.sessionState.conf.sessionLocalTimeZone
+  private def versionAt(spark: SparkSession, path: Path, timestamp: String, tz: String): Long = {
     val micros = Cast(Literal(UTF8String.fromString(timestamp)), TimestampType, Some(tz)).eval()
     if (micros == null) {
       throw Errors.badOption("timestampAsOf", timestamp, "a timestamp such as 2024-01-31 12:00:00")

@@ -13,7 +13,7 @@ private[deltareplay] object PlanningMode {
   case object Driver extends PlanningMode { val name = "driver" }
   case object Executors extends PlanningMode { val name = "executors" }
 
-  /** Every choice (the settings registry's `OneOf` lists these names: ReadConfSuite). */
+  /** Every choice (the settings table's `OneOf` of this setting is made of their names). */
   val all: Seq[PlanningMode] = Seq(Auto, Driver, Executors)
 
   def parse(value: String): PlanningMode = Named.parse(O.PlanningModeKey, value, all)

@@ -40,7 +40,7 @@ private[deltareplay] final case class ReadPolicy(
 
   /** The layout of this table's index entries. */
   lazy val entry: FileEntry =
-    FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
+    FileEntry(snapshot.meta, conf.log.timeZone)
 
   /**
    * The session's index of this table, if it can serve this version (with `needStats`): one whose

@@ -3,7 +3,7 @@ package io.deltareplay.internal.planning
 import scala.collection.mutable
 
 import io.deltareplay.internal.index.{DriverIndex, KeptFile}
-import io.deltareplay.internal.log.{DvDescriptor, FileEntry, LiveFile, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TableSnapshot}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.paths.SparkPath
 import org.apache.spark.sql.SparkSession
@@ -139,19 +139,6 @@ private[deltareplay] object ScanPlanner {
       .toSeq
       .sortBy(-_._1.length)
     DeltaInputPartition.pack(pieces, maxSplit, conf.filesOpenCostInBytes)
-  }
-
-  /** The splits of live files (the streaming source's micro-batches). */
-  def splitsOf(
-      spark: SparkSession,
-      snapshot: TableSnapshot,
-      files: Seq[LiveFile],
-      readPartitionSchema: StructType
-  ): Array[DeltaInputPartition] = {
-    val entry = FileEntry(snapshot.meta, spark.sessionState.conf.sessionLocalTimeZone)
-    val toEntry = entry.projector()
-    val keep = keeper(entry, readPartitionSchema)
-    splits(spark, snapshot, files.map(f => keep(toEntry(f))))
   }
 }
 

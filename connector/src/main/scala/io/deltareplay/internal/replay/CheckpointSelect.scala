@@ -133,8 +133,7 @@ private[deltareplay] object CheckpointSelect {
     val fields = layout.selectFields(needStats, typed)
     val selected = select(spark, files, fields, filter, rowSplits, rowsRead, rowsDecoded)
     val condition = selected.condition
-    val timeZone = spark.sessionState.conf.sessionLocalTimeZone
-    val toEntry = layout.entryOfAdd(entry, fields, typed, needStats, timeZone)
+    val toEntry = layout.entryOfAdd(entry, fields, typed, needStats, entry.timeZone)
     SparkBridge.mapPartitionsUncleaned(selected.rows) { rows =>
       val keep = predicateOf(condition)
       val project = projectionOf(toEntry)

@@ -11,7 +11,7 @@ private[deltareplay] object ReplayMode {
   case object Local extends ReplayMode { val name = "local" }
   case object Distributed extends ReplayMode { val name = "distributed" }
 
-  /** Every choice (the settings registry's `OneOf` lists these names: ReadConfSuite). */
+  /** Every choice (the settings table's `OneOf` of this setting is made of their names). */
   val all: Seq[ReplayMode] = Seq(Auto, Local, Distributed)
 
   def parse(value: String): ReplayMode = Named.parse(O.ReplayModeKey, value, all)

@@ -42,11 +42,12 @@ private[deltareplay] case class ReadConf(
     prefetchTail: Boolean = true,
     shareHadoopConf: Boolean = true,
     snapshotStorageLevel: Option[StorageLevel] = None,
-    streamOptions: StreamOptions = StreamOptions(Map.empty)
+    streamOptions: StreamOptions = StreamOptions(Map.empty),
+    timeZone: String = "UTC"
 ) {
 
   /** What the log room takes of these settings. */
-  def log: LogSettings = LogSettings(stateCache, useChecksum, tailFastPathMaxBytes)
+  def log: LogSettings = LogSettings(stateCache, useChecksum, tailFastPathMaxBytes, timeZone)
 
   /** What the replay room takes of these settings. */
   def replay: ReplaySettings = ReplaySettings(
@@ -119,7 +120,7 @@ private[deltareplay] object ReadConf {
   ): Option[Resolved] = {
     val fromOption =
       if (!setting.scope.isReadOption) None
-      else options.find(_._1.equalsIgnoreCase(setting.name)).map { case (k, v) => Resolved(v, k) }
+      else O.optionValue(options, setting).map { case (k, v) => Resolved(v, k) }
     def fromSession =
       if (!setting.scope.isSessionKey) None
       else spark.conf.getOption(setting.sessionKey).map(Resolved(_, setting.sessionKey))
@@ -135,59 +136,52 @@ private[deltareplay] object ReadConf {
   def executorsInDriver(master: String): Boolean =
     master == "local" || master.startsWith("local[")
 
-  /** Checks the value of every setting `options` and the session give (errors name the key). */
-  def validate(spark: SparkSession, options: Map[String, String]): Unit =
-    O.Settings.foreach(s => resolve(spark, options, s))
-
   def apply(spark: SparkSession, options: Map[String, String]): ReadConf = {
-    def setting(name: String): O.Setting =
-      O.settingNamed(name).getOrElse(sys.error(s"no setting $name"))
-    def get(name: String): String =
-      resolve(spark, options, setting(name))
-        .map(_.value.trim)
-        .getOrElse(sys.error(s"no default: $name"))
-    def isSet(name: String): Boolean = givenByUser(spark, options, setting(name)).isDefined
-    def long(name: String): Long = get(name).toLong
-    def bool(name: String): Boolean = get(name).toLowerCase(Locale.ROOT) == "true"
+    import O.{Setting => S}
+    // every setting read here but the snapshot storage level has a default in the table
+    def get(s: O.Setting): String = resolve(spark, options, s).fold(s.default.get)(_.value.trim)
+    def isSet(s: O.Setting): Boolean = givenByUser(spark, options, s).isDefined
+    def long(s: O.Setting): Long = get(s).toLong
+    def bool(s: O.Setting): Boolean = get(s).toLowerCase(Locale.ROOT) == "true"
     ReadConf(
-      replayMode = ReplayMode.parse(get(O.ReplayMode)),
-      distributedThresholdBytes = long(O.DistributedThresholdBytes),
-      replayPartitions = math.min(long(O.ReplayPartitions), Int.MaxValue.toLong).toInt,
-      tailFastPathMaxBytes = long(O.TailFastPathMaxBytes),
-      tailBroadcastMaxBytes = long(O.TailBroadcastMaxBytes),
-      dataSkipping = bool(O.DataSkipping),
-      stateCache = bool(O.StateCache),
-      filterCheckpoint = bool(O.FilterCheckpoint),
-      checkpointTwoPass = bool(O.CheckpointTwoPass),
-      checkpointRowSplits = bool(O.CheckpointRowSplits),
-      indexInBackground = bool(O.IndexInBackground),
-      stateCacheBudgetBytes = long(O.StateCacheMaxBytes) match {
+      replayMode = ReplayMode.parse(get(S.ReplayMode)),
+      distributedThresholdBytes = long(S.DistributedThresholdBytes),
+      replayPartitions = math.min(long(S.ReplayPartitions), Int.MaxValue.toLong).toInt,
+      tailFastPathMaxBytes = long(S.TailFastPathMaxBytes),
+      tailBroadcastMaxBytes = long(S.TailBroadcastMaxBytes),
+      dataSkipping = bool(S.DataSkipping),
+      stateCache = bool(S.StateCache),
+      filterCheckpoint = bool(S.FilterCheckpoint),
+      checkpointTwoPass = bool(S.CheckpointTwoPass),
+      checkpointRowSplits = bool(S.CheckpointRowSplits),
+      indexInBackground = bool(S.IndexInBackground),
+      stateCacheBudgetBytes = long(S.StateCacheMaxBytes) match {
         case 0L => Runtime.getRuntime.maxMemory() / 10
         case n => n
       },
-      stateMaxTailBytes = long(O.StateMaxTailBytes),
-      metadataAggregates = bool(O.MetadataAggregates),
+      stateMaxTailBytes = long(S.StateMaxTailBytes),
+      metadataAggregates = bool(S.MetadataAggregates),
       indexStorageLevel =
-        if (!isSet(O.IndexStorageLevel) && executorsInDriver(spark.sparkContext.master))
+        if (!isSet(S.IndexStorageLevel) && executorsInDriver(spark.sparkContext.master))
           StorageLevel.DISK_ONLY
-        else storageLevel(O.IndexStorageLevelKey, get(O.IndexStorageLevel)),
-      snapshotSliceFiles = math.min(long(O.SnapshotSliceFiles), Int.MaxValue.toLong).toInt,
-      planningMode = PlanningMode.parse(get(O.PlanningMode)),
-      executorsMinFiles = long(O.PlanningExecutorsMinFiles) match {
+        else storageLevel(O.IndexStorageLevelKey, get(S.IndexStorageLevel)),
+      snapshotSliceFiles = math.min(long(S.SnapshotSliceFiles), Int.MaxValue.toLong).toInt,
+      planningMode = PlanningMode.parse(get(S.PlanningMode)),
+      executorsMinFiles = long(S.PlanningExecutorsMinFiles) match {
         // one file per 2 KiB of heap: about where collecting (retained list, split objects and
         // the transient rows of the collect) stops being a small share of the driver
         case 0L => Runtime.getRuntime.maxMemory() / 2048
         case n => n
       },
-      scratchDir = get(O.PlanningScratchDir),
-      useChecksum = bool(O.UseChecksum),
-      prefetchTail = bool(O.PrefetchTail),
-      shareHadoopConf = bool(O.ShareHadoopConf),
-      snapshotStorageLevel = O
-        .settingNamed(O.SnapshotStorageLevel)
-        .flatMap(s => resolve(spark, options, s))
-        .map(r => storageLevel(r.key, r.value)),
-      streamOptions = StreamOptions(options)
+      scratchDir = get(S.PlanningScratchDir),
+      useChecksum = bool(S.UseChecksum),
+      prefetchTail = bool(S.PrefetchTail),
+      shareHadoopConf = bool(S.ShareHadoopConf),
+      snapshotStorageLevel =
+        resolve(spark, options, S.SnapshotStorageLevel).map(r => storageLevel(r.key, r.value)),
+      streamOptions = StreamOptions(options),
+      // Spark's own setting, taken at the load with ours (one time zone for the whole read)
+      timeZone = spark.sessionState.conf.sessionLocalTimeZone
     )
   }
 

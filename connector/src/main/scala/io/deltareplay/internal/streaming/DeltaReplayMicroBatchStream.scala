@@ -54,10 +54,10 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
       case None =>
         options.startingTimestamp match {
           case Some(ts) =>
-            val tz = spark.sessionState.conf.sessionLocalTimeZone
-            val micros = StreamOptions.timestampMicros(ts, tz).getOrElse {
-              throw Errors.badOption(StreamOptions.StartingTimestamp, ts, "a timestamp or date")
-            }
+            val micros =
+              StreamOptions.timestampMicros(ts, settings.planning.log.timeZone).getOrElse {
+                throw Errors.badOption(StreamOptions.StartingTimestamp, ts, "a timestamp or date")
+              }
             val time = new Timestamp(micros / 1000)
             val v = DeltaAdapter.firstVersionAtOrAfter(spark, start.tablePath, time)
             StreamOffset(id, v, StreamOffset.Base, false)

@@ -31,7 +31,7 @@ private[deltareplay] class StreamPlanner(
 
   /** The files the batch being admitted may take at most (0: no file limit). */
   @volatile private var firstFilesWanted = 0L
-  private lazy val entry = FileEntry(meta, spark.sessionState.conf.sessionLocalTimeZone)
+  private lazy val entry = FileEntry(meta, conf.log.timeZone)
   private lazy val keep = ScanPlanner.keeper(entry, partitionSchema)
   private lazy val toEntry = entry.projector()
   @volatile private var listing: LogSegment.Listing = LogSegment.list(start.tablePath, hadoopConf)
