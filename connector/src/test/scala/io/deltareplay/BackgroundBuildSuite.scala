@@ -3,7 +3,7 @@ package io.deltareplay
 import java.util.concurrent.{CompletableFuture, CountDownLatch, TimeUnit}
 
 import io.deltareplay.internal.index.IndexBuilds
-import io.deltareplay.test.DeltaOracle
+import io.deltareplay.test.{BuildHolds, DeltaOracle}
 import org.apache.spark.SparkPrivateAccess
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
 import org.apache.spark.sql.delta.DeltaLog
@@ -71,7 +71,8 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
       val path = dir.getAbsolutePath + "/t"
       writeTable(path, 300)
       val hold = new CountDownLatch(1)
-      IndexBuilds.holdForTests = Some(hold)
+      // the build waits before it starts (held while the queries below run)
+      IndexBuilds.observer = BuildHolds.beforeStart(hold)
       try
         withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
           val first = ours(path).where("id = 17")
@@ -138,7 +139,7 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
         }
       finally {
         hold.countDown()
-        IndexBuilds.holdForTests = None
+        IndexBuilds.observer = IndexBuilds.Observer.Nothing
       }
     }
   }
@@ -219,7 +220,8 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
       val path = dir.getAbsolutePath + "/t"
       writeTable(path, 300, checkpoint = false)
       val inside = (new CountDownLatch(1), new CountDownLatch(1))
-      IndexBuilds.holdInsideForTests = Some(inside)
+      // held inside its work on the driver
+      IndexBuilds.observer = BuildHolds.atFirstYieldPoint(inside._1, inside._2)
       val yielded = IndexBuilds.yieldedOnDriver.get
       try
         withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
@@ -230,7 +232,7 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
           // the build reconciles the commits on the driver; held there, a read begins
           assert(inside._1.await(60, TimeUnit.SECONDS), "the build did not start on the driver")
           val df = ours(path).where("p = 1") // its snapshot loads: the read begins
-          IndexBuilds.holdInsideForTests = None
+          IndexBuilds.observer = IndexBuilds.Observer.Nothing
           inside._2.countDown()
           val deadline = System.nanoTime() + 60L * 1000000000L
           while (IndexBuilds.yieldedOnDriver.get == yielded && System.nanoTime() < deadline)
@@ -245,7 +247,7 @@ class BackgroundBuildSuite extends AnyFunSuite with DeltaOracle {
           assert(sorted(again) === sorted(v1(path).where("id = 301")))
         }
       finally {
-        IndexBuilds.holdInsideForTests = None
+        IndexBuilds.observer = IndexBuilds.Observer.Nothing
         inside._2.countDown()
       }
     }

@@ -154,7 +154,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         // the build stopped once its chunks on the driver passed the budget, not at its end
         assert(IndexBuilds.stoppedOverBudget.get === stopped + 1)
         val hold = new java.util.concurrent.CountDownLatch(1)
-        IndexBuilds.holdForTests = Some(hold)
+        IndexBuilds.observer = io.deltareplay.test.BuildHolds.beforeStart(hold)
         try {
           spark
             .range(450, 460)
@@ -171,7 +171,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
             assert(running(s.version + 1), "a bigger budget did not build the index")
           }
         } finally {
-          IndexBuilds.holdForTests = None
+          IndexBuilds.observer = IndexBuilds.Observer.Nothing
           hold.countDown()
         }
       }
@@ -451,7 +451,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         .save(path)
       IndexCache.clear(spark)
       val hold = new java.util.concurrent.CountDownLatch(1)
-      IndexBuilds.holdForTests = Some(hold)
+      IndexBuilds.observer = io.deltareplay.test.BuildHolds.beforeStart(hold)
       try
         withConf("spark.deltareplay.replay.distributedThresholdBytes" -> "0") {
           // a filtered read narrows and asks for a build with statistics (held here) ...
@@ -480,7 +480,7 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         }
       finally {
         hold.countDown()
-        IndexBuilds.holdForTests = None
+        IndexBuilds.observer = IndexBuilds.Observer.Nothing
       }
     }
   }

@@ -1,19 +1,13 @@
 package io.deltareplay.internal.index
 
-import java.util.concurrent.{ConcurrentHashMap, CountDownLatch, TimeUnit}
+import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
 import io.deltareplay.internal.session.{ReadsBegin, SessionState}
-import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
-import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SQLExecution
-import org.apache.spark.sql.execution.ui.{
-  SparkListenerSQLExecutionEnd,
-  SparkListenerSQLExecutionStart
-}
 
 /**
  * Indexes built in the background after a read through a
@@ -69,23 +63,29 @@ private[deltareplay] object IndexBuilds extends Logging {
     size = _.running.size.toLong
   )
 
-  /** Builds stopped because their index passed the cache budget on the driver (tests). */
+  /** Builds stopped because their index passed the cache budget on the driver. */
   private[deltareplay] val stoppedOverBudget = new java.util.concurrent.atomic.AtomicLong()
 
-  /** Tests: when set, a build waits on it before it starts (held while a query runs). */
-  @volatile private[deltareplay] var holdForTests: Option[CountDownLatch] = None
-
   /**
-   * Tests: when set, a build's first [[yieldPoint]] of each attempt counts down the first latch,
-   * then waits on the second (a build held inside its work on the driver).
+   * What a build tells its observer as it goes, on the build's own thread: before it starts, and at
+   * each [[yieldPoint]] of an attempt. Nothing by default; a test holds a build at either point.
    */
-  @volatile private[deltareplay] var holdInsideForTests: Option[(CountDownLatch, CountDownLatch)] =
-    None
+  private[deltareplay] trait Observer {
+    def beforeStart(): Unit = ()
+    def atYieldPoint(): Unit = ()
+  }
 
-  /** Attempts of builds that yielded to a foreground read at a [[yieldPoint]] (tests). */
+  private[deltareplay] object Observer {
+    val Nothing: Observer = new Observer {}
+  }
+
+  /** The builds' observer (one per JVM, as the builds' threads are; [[Observer.Nothing]] unset). */
+  @volatile private[deltareplay] var observer: Observer = Observer.Nothing
+
+  /** Attempts of builds that yielded to a foreground read at a [[yieldPoint]]. */
   private[deltareplay] val yieldedOnDriver = new java.util.concurrent.atomic.AtomicLong()
 
-  /** On a build's thread: the [[Foreground.generation]] its current attempt started in. */
+  /** On a build's thread: the [[ForegroundQueries.generation]] its current attempt started in. */
   private val attemptOf = new ThreadLocal[java.lang.Long]
 
   /**
@@ -97,15 +97,10 @@ private[deltareplay] object IndexBuilds extends Logging {
   def yieldPoint(): Unit = {
     val started = attemptOf.get
     if (started != null) {
-      holdInsideForTests.foreach { case (arrived, release) =>
-        if (arrived.getCount > 0) {
-          arrived.countDown()
-          release.await(10, TimeUnit.MINUTES)
-        }
-      }
-      if (started.longValue != Foreground.generation) {
+      observer.atYieldPoint()
+      if (started.longValue != ForegroundQueries.generation) {
         yieldedOnDriver.incrementAndGet()
-        throw new RuntimeException(Foreground.Yields)
+        throw new RuntimeException(ForegroundQueries.Yields)
       }
     }
   }
@@ -128,11 +123,11 @@ private[deltareplay] object IndexBuilds extends Logging {
     val tooBig = Option(builds.overBudget.get(table)).exists(_ >= budget)
     if (!tooBig && running.add(key)) {
       if (needStats) builds.withStats.merge(table, 1, (a, b) => a + b)
-      Foreground.install(sc)
+      ForegroundQueries.install(sc)
       val thread = new Thread(s"delta-replay index ${s.table} v${s.version}") {
         override def run(): Unit =
           try {
-            holdForTests.foreach(_.await(10, TimeUnit.MINUTES))
+            observer.beforeStart()
             // not part of the query that started it (a thread inherits its local properties)
             sc.setLocalProperty(SQLExecution.EXECUTION_ID_KEY, null)
             sc.setLocalProperty("spark.jobGroup.id", null)
@@ -142,7 +137,7 @@ private[deltareplay] object IndexBuilds extends Logging {
             var attempt = 1
             var done = false
             while (!done && attempt <= MaxAttempts && !builds.cleared && !sc.isStopped) {
-              Foreground.awaitIdle(sc, askedBy)
+              ForegroundQueries.awaitIdle(sc, askedBy)
               if (!builds.cleared && !sc.isStopped) {
                 def overBudget(bytes: Long, what: String): Unit = {
                   builds.overBudget.put(table, budget)
@@ -156,7 +151,7 @@ private[deltareplay] object IndexBuilds extends Logging {
                   )
                 }
                 try {
-                  attemptOf.set(Foreground.generation)
+                  attemptOf.set(ForegroundQueries.generation)
                   // a build on the driver stops once it passes the budget: the cache would not
                   // keep it, and the driver holds no more than the budget for it
                   val built = request.buildIndex(needStats, maxDriverBytes = budget)
@@ -173,7 +168,7 @@ private[deltareplay] object IndexBuilds extends Logging {
                     stoppedOverBudget.incrementAndGet()
                     overBudget(e.receivedBytes, "its build stopped at ")
                     done = true
-                  case NonFatal(e) if Foreground.cancelledIt(e) =>
+                  case NonFatal(e) if ForegroundQueries.cancelledIt(e) =>
                     logInfo(s"Index build of ${s.table} v${s.version} yielded to a query")
                     attempt += 1
                 }
@@ -210,120 +205,17 @@ private[deltareplay] object IndexBuilds extends Logging {
   /**
    * A foreground read begins (its table's snapshot loads, before its query is planned and its
    * execution starts, which may take a while on a big log): the running builds' jobs yield now, and
-   * no build (re)starts for [[HoldNanos]] or until the application is idle again, whichever is
-   * later. Nothing to do without running builds, or on a build's own thread.
+   * no build (re)starts for a moment ([[ForegroundQueries]] holds them) or until the application is
+   * idle again, whichever is later. Nothing to do without running builds, or on a build's own
+   * thread.
    */
   def yieldTo(spark: SparkSession): Unit = {
     val sc = spark.sparkContext
     val own = sc.getLocalProperty("spark.scheduler.pool") == BackgroundTag
-    if (!own && !buildsOf(spark).running.isEmpty) Foreground.begin(sc)
+    if (!own && !buildsOf(spark).running.isEmpty) ForegroundQueries.begin(sc)
   }
 
   /** Whether a background build of this table version is running (tests). */
   def isRunning(spark: SparkSession, root: String, tableId: String, version: Long): Boolean =
     buildsOf(spark).running.contains((root, tableId, version))
-
-  /**
-   * The application's foreground queries, as a listener sees them: SQL executions that are not a
-   * background build's. A foreground one that starts cancels the running builds' jobs.
-   */
-  private object Foreground {
-    private val active = ConcurrentHashMap.newKeySet[Long]()
-    private val installed = ConcurrentHashMap.newKeySet[SparkContext]()
-    @volatile private var lastChange = System.nanoTime()
-    // a read that began (its snapshot loaded) holds the builds off until then
-    @volatile private var heldUntil = System.nanoTime()
-
-    /** Foreground reads that began and queries that started so far ([[yieldPoint]]). */
-    @volatile var generation = 0L
-
-    val Yields = "a query started: the index build yields"
-
-    def install(sc: SparkContext): Unit =
-      if (installed.add(sc)) {
-        sc.addSparkListener(new SparkListener {
-          override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
-            case e: SparkListenerSQLExecutionStart if !e.jobTags.contains(BackgroundTag) =>
-              active.add(e.executionId)
-              lastChange = System.nanoTime()
-              synchronized(generation += 1)
-              sc.cancelJobsWithTag(BackgroundTag, Yields)
-            case e: SparkListenerSQLExecutionEnd =>
-              if (active.remove(e.executionId)) lastChange = System.nanoTime()
-            case _ =>
-          }
-
-          // a build's job that starts while a foreground query runs (the build was on the driver,
-          // between jobs, when the query started) yields at once as well
-          override def onJobStart(e: SparkListenerJobStart): Unit = {
-            val tags = Option(e.properties).flatMap(p => Option(p.getProperty(JobTagsKey)))
-            if (tags.exists(_.split(",").contains(BackgroundTag)) && busy(None)) {
-              sc.cancelJob(e.jobId, Yields)
-            }
-          }
-        })
-      }
-
-    /** A foreground read begins: see [[yieldTo]]. */
-    def begin(sc: SparkContext): Unit = {
-      heldUntil = System.nanoTime() + HoldNanos
-      lastChange = System.nanoTime()
-      synchronized(generation += 1)
-      sc.cancelJobsWithTag(BackgroundTag, Yields)
-    }
-
-    private def busy(askedBy: Option[Long]): Boolean = {
-      val now = System.nanoTime()
-      askedBy.exists(id => SQLExecution.getQueryExecution(id) != null) || !active.isEmpty ||
-      serving() || now - lastChange < IdleNanos || now - heldUntil < 0
-    }
-
-    // rows still being sent count as a running query: the idle time starts once they are sent
-    private def serving(): Boolean = servingResults() && { lastChange = System.nanoTime(); true }
-
-    /**
-     * Whether a query's rows are still on their way to a PySpark driver: Spark pickles them (or
-     * writes their Arrow batches) in a thread of its own, named `serve...` (`serve-DataFrame`,
-     * `serve-Arrow`, `serve toLocalIterator`), after the query's execution has ended, while Python
-     * decodes them; a build started then takes the cores both need, and the first query's rows
-     * reach Python later.
-     */
-    private def servingResults(): Boolean = {
-      var group = Thread.currentThread.getThreadGroup
-      while (group.getParent != null) group = group.getParent
-      val threads = new Array[Thread](group.activeCount() + 16)
-      val n = group.enumerate(threads, true)
-      (0 until n).exists(i => threads(i).getName.startsWith("serve"))
-    }
-
-    /**
-     * Waits until `askedBy` (the query that asked for the build) has ended and no foreground query
-     * has run for a moment.
-     */
-    def awaitIdle(sc: SparkContext, askedBy: Option[Long]): Unit =
-      while (busy(askedBy) && !sc.isStopped) Thread.sleep(20)
-
-    /** Whether `e` is the cancellation of a build's jobs by [[install]]'s listener. */
-    def cancelledIt(e: Throwable): Boolean =
-      Iterator
-        .iterate(e)(_.getCause)
-        .takeWhile(_ != null)
-        .exists(c => Option(c.getMessage).exists(_.contains("the index build yields")))
-  }
-
-  /**
-   * How long no query must have started or ended (or sent its last rows) before a build (re)starts:
-   * PySpark decodes the rows it was sent after Spark's serving thread has ended, 100,000 of them in
-   * about half a second on two cores.
-   */
-  private val IdleNanos = 1000L * 1000000L
-
-  /**
-   * How long a read that began holds the builds off at least: its analysis and planning come before
-   * its execution starts (and holds them itself).
-   */
-  private val HoldNanos = 2000L * 1000000L
-
-  /** The local property that carries a job's tags (`SparkContext.SPARK_JOB_TAGS`). */
-  private val JobTagsKey = "spark.job.tags"
 }
