@@ -2,7 +2,7 @@ package io.deltareplay.internal.planning
 
 import io.deltareplay.internal.index.ExecutorIndex
 import io.deltareplay.internal.log.TableSnapshot
-import io.deltareplay.internal.replay.{DistributedReplay, LogJobErrors, Replay}
+import io.deltareplay.internal.replay.{LogFrames, LogJobErrors, Replay}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.InputPartition
@@ -76,7 +76,7 @@ private[deltareplay] object ExecutorPlanning {
       val qe = index.frame.queryExecution
       val bins = qe.toRdd.mapPartitions(rows => binner.write(rows, writer))
       val summary = LogJobErrors.forLog(segment)(bins.collect())
-      (DistributedReplay.scannedRows(qe.executedPlan), summary)
+      (LogFrames.scannedRows(qe.executedPlan), summary)
     }
     val interned = new java.util.HashMap[String, String]()
     val sorted = summary

@@ -4,7 +4,6 @@ import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.index.{DriverIndex, ReplayPath, ReplayResult, SnapshotKeys}
 import io.deltareplay.internal.log.{
-  CheckpointLayout,
   DvDescriptor,
   FileAction,
   FileEntry,
@@ -13,28 +12,21 @@ import io.deltareplay.internal.log.{
   LogSegment,
   Reconciler
 }
-
-import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.deltareplay.SparkBridge
-import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
-import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
-import org.apache.spark.sql.execution.datasources.json.JsonFileFormat
-import org.apache.spark.sql.execution.datasources.parquet.RowSplitParquetFormat
 import org.apache.spark.sql.expressions.Window
 import org.apache.spark.sql.functions._
-import org.apache.spark.sql.types.{StringType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The replay rules of [[Replay]] as a Spark job on the executors.
  *
- * Step 1: read the checkpoint (parts or V2 sidecars) and the commits after it as one DataFrame of
- * adds and removes ([[FileAction.Schema]]), each tagged with its version; the log files are read as
- * exactly the listed files, never following `ignoreCorruptFiles` / `ignoreMissingFiles` (a skipped
- * log file would be a silently wrong answer). Step 2 and 3, either
+ * Step 1 ([[LogFrames]]): read the checkpoint (parts or V2 sidecars) and the commits after it as
+ * DataFrames of adds and removes ([[FileAction.Schema]]), each tagged with its version; the log
+ * files are read as exactly the listed files, never following `ignoreCorruptFiles` /
+ * `ignoreMissingFiles` (a skipped log file would be a silently wrong answer). Step 2 and 3, either
  *   - fast path (a checkpoint and a commit tail of at most `tailFastPathMaxBytes`): reconcile the
  *     tail on the driver, and keep the checkpoint adds whose key it did not touch, plus the tail's
  *     winning adds. No shuffle: checkpoint rows are unique per key. For a file list that stays on
@@ -58,6 +50,7 @@ private[deltareplay] class DistributedReplay(
 ) {
   private val reader = new LogReader(spark, segment, conf.log)
   private val paths = segment.paths
+  private lazy val frames = new LogFrames(spark, segment, reader, conf, needStats, statsParsed)
 
   /**
    * The snapshot index of the segment's version on the driver: each replay task turns its live
@@ -120,8 +113,8 @@ private[deltareplay] class DistributedReplay(
           val rolled = atCheckpoint.rolledForward(tail, segment.version, added)
           (
             if (rolled.wantsCompaction) rolled.compacted else rolled,
-            direct.fold(DistributedReplay.scannedRows(qe.executedPlan))(_ => 0L) +
-              selectedRead.value + tail.count
+            direct.fold(LogFrames.scannedRows(qe.executedPlan))(_ => 0L) +
+              frames.selectedRead.value + tail.count
           )
         } else {
           val qe = entryFrame(entry, windowLive())
@@ -129,7 +122,7 @@ private[deltareplay] class DistributedReplay(
           val chunks = new ChunkJob(spark, segment, built, maxDriverBytes).await()
           (
             DriverIndex(entry, p, tableId, segment.version, needStats, chunks.toVector),
-            DistributedReplay.scannedRows(qe.executedPlan)
+            LogFrames.scannedRows(qe.executedPlan)
           )
         }
       }
@@ -246,7 +239,7 @@ private[deltareplay] class DistributedReplay(
   ): (Set[(String, String)], Array[(Long, UTF8String, InternalRow)]) = {
     val wanted = spark.sparkContext.broadcast(keys)
     val p = paths
-    val winners = newestPerKey(keyedActions(commitActions()))
+    val winners = newestPerKey(keyedActions(frames.commitActions()))
       .select(LiveFile.columnsOfActions ++ Seq(col("_key"), col("_dvKey"), col("isAdd")): _*)
     val at = LiveFile.Schema.length // _key, _dvKey, isAdd follow the live-file columns
     val perTask = logged(winners.queryExecution.toRdd)
@@ -285,24 +278,16 @@ private[deltareplay] class DistributedReplay(
     val shape =
       if (!useFastPath && windowsTailOnly) ReplayPath.KeyedWindowOverTail
       else if (!useFastPath) ReplayPath.KeyedWindow
-      else if (filtersCheckpoint && selectedRead.value > 0) {
+      else if (filtersCheckpoint && frames.selectedRead.value > 0) {
         ReplayPath.MapSide(
           filteredByQuery = true,
-          Some((selectedDecoded.value, selectedRead.value))
+          Some((frames.selectedDecoded.value, frames.selectedRead.value))
         )
       } else ReplayPath.MapSide(filteredByQuery = filtersCheckpoint)
     ReplayPath.Distributed(shape)
   }
 
   private def useFastPath: Boolean = conf.fastPath(segment)
-
-  /**
-   * Rows of checkpoint files read in two passes ([[CheckpointSelect]]): rows whose filter columns
-   * the first pass read, and rows decoded whole.
-   */
-  private lazy val selectedRead = spark.sparkContext.longAccumulator("delta-replay: rows filtered")
-  private lazy val selectedDecoded =
-    spark.sparkContext.longAccumulator("delta-replay: rows decoded")
 
   /**
    * Whether the window path shuffles only the commits after the checkpoint (their keys broadcast to
@@ -319,7 +304,7 @@ private[deltareplay] class DistributedReplay(
    * The live files as a DataFrame of [[LiveFile.Schema]] that stays on the executors (stats null
    * unless asked for; paths as the log stores them), with the number of commit actions reconciled
    * on the driver to build it (the fast path's tail; 0 on the window path). Rows its log scans read
-   * show in [[DistributedReplay.scannedRows]] of its plan once it has run.
+   * show in [[LogFrames.scannedRows]] of its plan once it has run.
    */
   def liveFrame(): (DataFrame, Long) =
     if (!useFastPath) (windowLive().select(liveColumns: _*), 0L)
@@ -339,7 +324,7 @@ private[deltareplay] class DistributedReplay(
 
   /** The checkpoint's adds (those the query's filter may match, when it filters). */
   private def checkpointAdds(): DataFrame =
-    checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd"))
+    frames.checkpointActions(checkpointFilter.filter(_.filters)).where(col("isAdd"))
 
   /**
    * The checkpoint adds of a narrowed fast-path read as entry rows, selected ([[CheckpointSelect]])
@@ -350,8 +335,8 @@ private[deltareplay] class DistributedReplay(
    */
   private def selectedEntries(entry: FileEntry): Option[RDD[InternalRow]] = {
     val filter = checkpointFilter.filter(_ => filtersCheckpoint && conf.checkpointTwoPass)
-    if (filter.isEmpty || checkpointJson.nonEmpty) return None
-    val moved = checkpointByLayout.toSeq.map { case (layout, fs) =>
+    if (filter.isEmpty || frames.checkpointJson.nonEmpty) return None
+    val moved = frames.checkpointByLayout.toSeq.map { case (layout, fs) =>
       // over the add fields the selection reads (the JSON statistics may be left out)
       val fields = layout.selectFields(needStats, statsParsed)
       filter.get.column(fields, layout.statsParsedInEveryAdd).map(c => (layout, fs, c))
@@ -367,24 +352,11 @@ private[deltareplay] class DistributedReplay(
         statsParsed,
         needStats,
         conf.checkpointRowSplits,
-        selectedRead,
-        selectedDecoded
+        frames.selectedRead,
+        frames.selectedDecoded
       )
     }
     Some(if (parts.size == 1) parts.head else spark.sparkContext.union(parts))
-  }
-
-  /**
-   * The checkpoint's files (its parts, or a V2 checkpoint and its sidecars, named once): the JSON
-   * ones that may hold adds or removes (a V2 top-level file whose sidecars hold them all adds
-   * nothing, and would send a narrowed read from [[selectedEntries]] to a DataFrame), and the
-   * Parquet ones by footer layout (read together).
-   */
-  private lazy val (checkpointJson, checkpointByLayout) = {
-    val (json, parquet) =
-      (segment.checkpoint ++ reader.sidecars()).partition(_.getPath.getName.endsWith(".json"))
-    val byLayout = parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
-    (json.filter(reader.jsonCheckpointHoldsFileActions), byLayout)
   }
 
   /** The fast path's commits after the checkpoint, reconciled on the driver. */
@@ -427,13 +399,13 @@ private[deltareplay] class DistributedReplay(
   private def windowLive(): DataFrame = {
     def newestAdds(actions: DataFrame) = newestPerKey(actions).where(col("isAdd"))
     if (windowsTailOnly) {
-      // one plan of the tail, used twice: Spark scans its files twice (see scannedRows)
-      val tail = keyedActions(commitActions())
-      val untouched = keyedActions(checkpointActions())
+      // one plan of the tail, used twice: Spark scans its files twice (see LogFrames.scannedRows)
+      val tail = keyedActions(frames.commitActions())
+      val untouched = keyedActions(frames.checkpointActions())
         .where(col("isAdd"))
         .join(broadcast(tail.select("_key", "_dvKey")), Seq("_key", "_dvKey"), "left_anti")
       untouched.unionByName(newestAdds(tail))
-    } else newestAdds(keyedActions(checkpointActions().unionByName(commitActions())))
+    } else newestAdds(keyedActions(frames.checkpointActions().unionByName(frames.commitActions())))
   }
 
   /** Actions with their replay key as columns `_key` (canonical path) and `_dvKey`. */
@@ -455,118 +427,6 @@ private[deltareplay] class DistributedReplay(
       .drop("_rank")
   }
 
-  // ------------------------------------------------------------------ step 1
-
-  /** Log files read exactly (no globbing, no file skipped); Parquet split by rows, not groups. */
-  private def read(format: String, schema: StructType, files: Seq[FileStatus]): DataFrame = {
-    val strict = Map("ignoreCorruptFiles" -> "false", "ignoreMissingFiles" -> "false")
-    val (fileFormat, options) = format match {
-      case "json" => (new JsonFileFormat, strict + ("mode" -> "FAILFAST"))
-      case _ => (new RowSplitParquetFormat(conf.checkpointRowSplits), strict)
-    }
-    SparkBridge.readFiles(spark, fileFormat, schema, files, options)
-  }
-
-  /** Adds and removes of the commits, version from the file name. */
-  private def commitActions(): DataFrame = {
-    if (segment.commits.isEmpty) return emptyActions()
-    val raw = read("json", FileAction.LogSchema, segment.commits)
-    val version = regexp_extract(col("_metadata.file_path"), "(\\d{20})\\.json$", 1).cast("long")
-    normalize(raw, version, col("add.stats"))
-  }
-
-  /**
-   * Adds and removes of the checkpoint parts, or of a V2 checkpoint and its sidecars; with
-   * `filter`, only the adds it may keep (and whatever else it lets through), read with it pushed
-   * into Parquet.
-   */
-  private def checkpointActions(filter: Option[CheckpointFilter] = None): DataFrame = {
-    val version = segment.checkpointVersion.getOrElse(return emptyActions())
-    val json = checkpointJson
-    val fromJson =
-      if (json.isEmpty) Nil
-      else {
-        val raw = filtered(read("json", FileAction.LogSchema, json), FileAction.AddType, filter)
-        Seq(normalize(raw, lit(version), col("add.stats")))
-      }
-    val fromParquet = checkpointByLayout.map { case (layout, fs) =>
-      val parsedField = s"add.${CheckpointLayout.StatsParsedField}"
-      // adds only; their JSON statistics only where a row may lack the typed ones
-      val fields = layout.addFields(needStats, statsParsed)
-      val twoPass =
-        if (conf.checkpointTwoPass) filter.flatMap(_.column(fields, layout.statsParsedInEveryAdd))
-        else None
-      val raw = twoPass match {
-        case Some(f) =>
-          // the filter over the fields the selection reads: a statistic only the left-out JSON
-          // holds is unknown there (may match)
-          CheckpointSelect
-            .select(spark, fs, fields, f, conf.checkpointRowSplits, selectedRead, selectedDecoded)
-            .frame(spark)
-            .where(f)
-            .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))
-        case _ =>
-          filtered(
-            read("parquet", layout.readSchema, fs),
-            layout.addType,
-            filter,
-            layout.statsParsedInEveryAdd
-          )
-      }
-      (layout.hasStatsParsed, statsParsed) match {
-        case (true, Some(target)) =>
-          // typed statistics as they are: no JSON written or parsed
-          val parsedType = layout
-            .readSchema("add")
-            .dataType
-            .asInstanceOf[StructType]
-            .apply(CheckpointLayout.StatsParsedField)
-            .dataType
-          val aligned = SparkBridge.column(
-            FileEntry.align(SparkBridge.expression(col(parsedField)), parsedType, target)
-          )
-          // the JSON only where a row has no typed statistics; not read when none lacks them
-          val json =
-            if (layout.statsParsedInEveryAdd) lit(null).cast(StringType)
-            else when(aligned.isNull, col("add.stats"))
-          normalize(raw, lit(version), json, aligned)
-        case (true, None) =>
-          normalize(raw, lit(version), coalesce(col("add.stats"), to_json(col(parsedField))))
-        case _ => normalize(raw, lit(version), col("add.stats"))
-      }
-    }
-    (fromJson ++ fromParquet).reduceOption(_ unionByName _).getOrElse(emptyActions())
-  }
-
-  private def filtered(
-      raw: DataFrame,
-      addType: StructType,
-      filter: Option[CheckpointFilter],
-      parsedInEveryAdd: Boolean = false
-  ): DataFrame =
-    filter.flatMap(_.column(addType, parsedInEveryAdd)).fold(raw)(raw.where)
-
-  private def normalize(
-      raw: DataFrame,
-      version: Column,
-      stats: Column,
-      parsed: Column = null
-  ): DataFrame = {
-    val typed = statsParsed.map { t =>
-      (if (parsed == null) lit(null).cast(t) else parsed).as(FileEntry.StatsParsedColumn)
-    }
-    raw
-      .where(FileAction.isFileAction)
-      .select(FileAction.columns(version, stats, needStats) ++ typed: _*)
-  }
-
-  private def emptyActions(): DataFrame =
-    spark.createDataFrame(
-      spark.sparkContext.emptyRDD[Row],
-      statsParsed.fold(FileAction.Schema)(t =>
-        FileAction.Schema.add(FileEntry.StatsParsedColumn, t)
-      )
-    )
 }
 
 private[deltareplay] object DistributedReplay {
@@ -581,19 +441,4 @@ private[deltareplay] object DistributedReplay {
     rows.map { case (t, k, r) => (t, k, toEntry(r).copy(): InternalRow) }
   }
 
-  /** Rows read by the log scans of an executed plan (their numOutputRows metrics). */
-  def scannedRows(plan: SparkPlan): Long = {
-    def scans(p: SparkPlan): Seq[FileSourceScanExec] = p match {
-      case a: AdaptiveSparkPlanExec => scans(a.executedPlan)
-      case q: QueryStageExec => scans(q.plan)
-      case s: FileSourceScanExec => Seq(s)
-      case other => other.children.flatMap(scans) ++ other.subqueries.flatMap(scans)
-    }
-    // a log file read twice in one plan (the tail, windowed and broadcast as keys) counts once
-    scans(plan)
-      .groupBy(_.relation.location.inputFiles.toSeq.sorted)
-      .values
-      .map(_.flatMap(_.metrics.get("numOutputRows")).map(_.value).foldLeft(0L)(math.max))
-      .sum
-  }
 }

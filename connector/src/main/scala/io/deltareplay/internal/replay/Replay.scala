@@ -143,7 +143,7 @@ private[deltareplay] object Replay {
           storageLevel
         )
       }
-      val scanned = if (index.persisted) DistributedReplay.scannedRows(index.cachedPlan) else 0L
+      val scanned = if (index.persisted) LogFrames.scannedRows(index.cachedPlan) else 0L
       (index, scanned + tailActions)
     }
     ReplayResult(index, replay.path.copy(onExecutors = true), actions, 0L, tasks)
