@@ -17,7 +17,8 @@ private[deltareplay] object S3Listing {
 
   /**
    * LIST requests sent so far in this JVM (S3A's own statistics do not see them: they go through
-   * its client, not its file system calls).
+   * its client, not its file system calls). Per JVM, as the store's own counters are: a figure for
+   * tests and benchmarks, never read by a read.
    */
   val requests = new java.util.concurrent.atomic.AtomicLong()
 

@@ -221,6 +221,8 @@ private[deltareplay] case class ManifestReader(
 /** Scratch directories of executor-side planning and their cleanup. */
 private[deltareplay] object Scratch {
   private val cleaner = java.lang.ref.Cleaner.create()
+  // per JVM, not per session: the application directories registered for deletion at JVM exit
+  // (Hadoop's `deleteOnExit` runs when the JVM's file systems close, whatever the session)
   private val registered = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
 
   /**

@@ -72,7 +72,11 @@ private[deltareplay] object StatsFromJson {
   private val ids = new AtomicLong()
   def nextId(): Long = ids.incrementAndGet()
 
-  /** The document a thread decoded last (a copy of its bytes) and the struct made of it. */
+  /**
+   * The document a thread decoded last (a copy of its bytes) and the struct made of it. Per thread,
+   * not per session: it lives in executor tasks, where no session is, and only saves decoding the
+   * same document twice in a row.
+   */
   private final class Last {
     var id: Long = -1L
     var json: UTF8String = null

@@ -103,6 +103,7 @@ private[deltareplay] object RouteDeltaReads extends Logging {
     !optedOut && unknown.isEmpty
   }
 
+  // per JVM, not per session: a log warning about an option name is said once per application
   private val warned = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
 
   /**
