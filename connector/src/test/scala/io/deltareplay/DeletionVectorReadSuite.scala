@@ -17,17 +17,20 @@ class DeletionVectorReadSuite extends AnyFunSuite with DeltaOracle {
 
   private def sql(s: String): Unit = spark.sql(s).collect()
 
+  /** Ids 0 until `rows` with `columns`, written as a Delta table of `files` files. */
+  private def write(path: String, rows: Long, files: Int, dvs: Boolean = true)(
+      columns: String*
+  ): Unit = {
+    val writer = spark.range(0, rows).selectExpr(columns: _*).repartition(files).write
+    val options =
+      if (dvs) Map("delta.enableDeletionVectors" -> "true") else Map.empty[String, String]
+    writer.format("delta").options(options).save(path)
+  }
+
   test("deletion vectors from DELETE, UPDATE and MERGE, then OPTIMIZE and REORG PURGE") {
     withTempDir { dir =>
       val path = table(dir)
-      spark
-        .range(0, 400)
-        .selectExpr("id", "cast(id % 5 as int) as g", "cast(id as string) as s")
-        .repartition(2)
-        .write
-        .format("delta")
-        .option("delta.enableDeletionVectors", "true")
-        .save(path)
+      write(path, 400, 2)("id", "cast(id % 5 as int) as g", "cast(id as string) as s")
       sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3")
       val afterDelete = latestVersion(path)
       sql(s"UPDATE delta.`$path` SET s = 'updated' WHERE id % 10 = 4")
@@ -66,26 +69,19 @@ class DeletionVectorReadSuite extends AnyFunSuite with DeltaOracle {
   }
 
   private def dvs(path: String): Unit = {
-    spark
-      .range(0, 4000)
-      .selectExpr(
-        "id",
-        "cast(id % 5 as int) as g",
-        "concat('s-', id) as s",
-        "id * 0.5 as d",
-        "if(id % 11 = 0, null, named_struct('a', id, 'b', concat('b-', id), " +
-          "'c', named_struct('x', id % 3))) as st",
-        "if(id % 13 = 0, null, array(id, id + 1)) as arr",
-        "map(concat('k', id % 4), id) as m",
-        "cast(id as decimal(20, 2)) as dec",
-        "cast(concat('x', id) as binary) as bin",
-        "timestamp_micros(id * 1000) as ts"
-      )
-      .repartition(2)
-      .write
-      .format("delta")
-      .option("delta.enableDeletionVectors", "true")
-      .save(path)
+    write(path, 4000, 2)(
+      "id",
+      "cast(id % 5 as int) as g",
+      "concat('s-', id) as s",
+      "id * 0.5 as d",
+      "if(id % 11 = 0, null, named_struct('a', id, 'b', concat('b-', id), " +
+        "'c', named_struct('x', id % 3))) as st",
+      "if(id % 13 = 0, null, array(id, id + 1)) as arr",
+      "map(concat('k', id % 4), id) as m",
+      "cast(id as decimal(20, 2)) as dec",
+      "cast(concat('x', id) as binary) as bin",
+      "timestamp_micros(id * 1000) as ts"
+    )
     // scattered rows, and a run that crosses the reader's batch boundaries (each file holds
     // about every other id in order, so whole batches of 512 rows are deleted)
     sql(s"DELETE FROM delta.`$path` WHERE id % 7 = 3 OR id BETWEEN 500 AND 2600")
@@ -129,13 +125,7 @@ class DeletionVectorReadSuite extends AnyFunSuite with DeltaOracle {
   test("a task's Parquet readers are released file by file, not kept until the task ends") {
     withTempDir { dir =>
       val path = table(dir)
-      spark
-        .range(0, 24000)
-        .selectExpr("id", "concat('s-', id) as s", "id * 0.5 as d")
-        .repartition(24)
-        .write
-        .format("delta")
-        .save(path)
+      write(path, 24000, 24, dvs = false)("id", "concat('s-', id) as s", "id * 0.5 as d")
       // all 24 files in one task (Spark's packing rule with no open cost and one partition wanted)
       withConf(
         "spark.sql.files.maxPartitionBytes" -> "1g",

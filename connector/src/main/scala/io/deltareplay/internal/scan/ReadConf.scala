@@ -42,8 +42,8 @@ private[deltareplay] case class ReadConf(
     prefetchTail: Boolean = true,
     shareHadoopConf: Boolean = true,
     snapshotStorageLevel: Option[StorageLevel] = None,
-    streamOptions: StreamOptions = StreamOptions(Map.empty),
-    timeZone: String = "UTC"
+    streamOptions: StreamOptions,
+    timeZone: String
 ) {
 
   /** What the log room takes of these settings. */
