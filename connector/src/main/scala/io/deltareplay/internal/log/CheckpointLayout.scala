@@ -44,14 +44,13 @@ private[deltareplay] case class CheckpointLayout(
    * The index entry of a checkpoint add, as expressions over a row whose one column is `add` with
    * `fields` ([[addFields]]); the same values the distributed replay's frames give it: statistics
    * from `stats_parsed` aligned to `typed` where the layout has them, else from the JSON ones, or
-   * from `stats_parsed` written as JSON in `timeZone` when there is no type to align to.
+   * from `stats_parsed` written as JSON in the entry's time zone when there is no type to align to.
    */
   def entryOfAdd(
       entry: FileEntry,
       fields: StructType,
       typed: Option[DataType],
-      needStats: Boolean,
-      timeZone: String
+      needStats: Boolean
   ): Seq[Expression] = {
     val add = BoundReference(0, fields, nullable = true)
     def field(name: String) = GetStructField(add, fields.fieldIndex(name), Some(name))
@@ -63,7 +62,7 @@ private[deltareplay] case class CheckpointLayout(
       case (Some(_), _) if statsParsedInEveryAdd => noJson
       case (Some(a), _) => If(IsNull(a), field("stats"), noJson)
       case (None, Some(p)) =>
-        Coalesce(Seq(field("stats"), StructsToJson(Map.empty, p, Some(timeZone))))
+        Coalesce(Seq(field("stats"), StructsToJson(Map.empty, p, Some(entry.timeZone))))
       case (None, None) => field("stats")
     }
     val live = Map(

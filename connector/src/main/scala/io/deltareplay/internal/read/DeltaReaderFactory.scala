@@ -304,7 +304,9 @@ private[deltareplay] object DeltaReaderFactory {
    * A factory reading `readDataSchema` (logical; read through its physical names) and
    * `readPartitionSchema` with Spark's Parquet reader. With `deletes`, rows deleted by a file's
    * deletion vector are dropped; reads are columnar when Spark's vectorized reader takes the schema
-   * and no `_metadata` field is asked for.
+   * and no `_metadata` field is asked for. With `manifests` (the entry layout of an index on the
+   * executors, whose planning wrote the splits as manifest files), each split is read from its
+   * manifest.
    */
   def create(
       spark: SparkSession,
@@ -313,7 +315,7 @@ private[deltareplay] object DeltaReaderFactory {
       readPartitionSchema: StructType,
       parquetFilters: Array[Filter],
       deletes: Boolean,
-      withManifests: Boolean = false,
+      manifests: Option[FileEntry] = None,
       metadata: StructType = new StructType(),
       shareHadoopConf: Boolean = true
   ): DeltaReaderFactory = {
@@ -345,23 +347,20 @@ private[deltareplay] object DeltaReaderFactory {
     // deletion vectors keep reads columnar (a selection of each batch's rows); `_metadata` is
     // joined to rows
     val columnar = parquet.supportColumnarReads(null) && metadata.isEmpty
-    val manifests =
-      if (!withManifests) null
-      else {
-        val manifestConf = spark.sessionState.conf.clone()
-        manifestConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, false)
-        val entry = FileEntry(meta, sqlConf.sessionLocalTimeZone)
-        val schema = Manifests.schema(entry)
-        val (_, manifestHadoopConf) =
-          parquetReader(spark, manifestConf, schema, schema, new StructType(), Array.empty)
-        ManifestReader(
-          snapshot.segment.paths,
-          entry,
-          manifestConf.getAllConfs,
-          manifestHadoopConf,
-          readPartitionSchema
-        )
-      }
+    val manifestReader = manifests.fold(null: ManifestReader) { entry =>
+      val manifestConf = spark.sessionState.conf.clone()
+      manifestConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, false)
+      val schema = Manifests.schema(entry)
+      val (_, manifestHadoopConf) =
+        parquetReader(spark, manifestConf, schema, schema, new StructType(), Array.empty)
+      ManifestReader(
+        snapshot.segment.paths,
+        entry,
+        manifestConf.getAllConfs,
+        manifestHadoopConf,
+        readPartitionSchema
+      )
+    }
     DeltaReaderFactory(
       parquet = parquet,
       table = snapshot.table,
@@ -373,7 +372,7 @@ private[deltareplay] object DeltaReaderFactory {
       parquetOutput = StructType(readData ++ readPartitionSchema),
       columnar = columnar,
       vectorizedRows = !columnar && vectorized,
-      manifests = manifests,
+      manifests = manifestReader,
       metadata = metadata,
       ignoreMissingFiles = sqlConf.ignoreMissingFiles,
       ignoreCorruptFiles = sqlConf.ignoreCorruptFiles,

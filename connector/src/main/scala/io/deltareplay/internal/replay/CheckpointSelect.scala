@@ -133,7 +133,7 @@ private[deltareplay] object CheckpointSelect {
     val fields = layout.selectFields(needStats, typed)
     val selected = select(spark, files, fields, filter, rowSplits, rowsRead, rowsDecoded)
     val condition = selected.condition
-    val toEntry = layout.entryOfAdd(entry, fields, typed, needStats, entry.timeZone)
+    val toEntry = layout.entryOfAdd(entry, fields, typed, needStats)
     SparkBridge.mapPartitionsUncleaned(selected.rows) { rows =>
       val keep = predicateOf(condition)
       val project = projectionOf(toEntry)

@@ -173,7 +173,8 @@ private[deltareplay] final case class DeltaReplayScan(
           readPartitionSchema,
           filters.parquet,
           plan.planned.hasDeletionVectors,
-          withManifests = plan.onExecutors,
+          // the layout the index on the executors wrote its manifests in
+          manifests = if (plan.onExecutors) Some(policy.entry) else None,
           metadata = metadataSchema.getOrElse(new StructType()),
           shareHadoopConf = conf.shareHadoopConf
         )
