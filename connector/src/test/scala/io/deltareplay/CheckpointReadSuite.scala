@@ -80,8 +80,10 @@ class CheckpointReadSuite extends AnyFunSuite with DeltaOracle {
     withConf(smallSplits: _*) {
       // (a new DataFrame for each setting: a DataFrame keeps the plan it made first)
       def ours = SparkBridge.readFiles(
-        spark,
-        new RowSplitParquetFormat(ReadConf(spark, Map.empty).checkpointRowSplits),
+        spark, {
+          val conf = ReadConf(spark, Map.empty)
+          new RowSplitParquetFormat(conf.checkpointRowSplits, conf.sparkSettings.sql)
+        },
         spark_.schema,
         Seq(status),
         Map.empty

@@ -72,15 +72,29 @@ private[deltareplay] object DeltaAdapter {
    * delta-spark's writer and internal field metadata; a partition column takes its field from the
    * partition schema, as Spark's file relation merges the two.
    */
-  def relationSchema(spark: SparkSession, meta: TableActions): StructType = {
-    val dropVoid =
-      spark.sessionState.conf.getConf(DeltaSQLConf.DELTA_CREATE_DATAFRAME_DROP_NULL_COLUMNS)
-    val data =
-      visible(spark, if (dropVoid) SchemaUtils.dropNullTypeColumns(meta.schema) else meta.schema)
+  def relationSchema(
+      spark: SparkSession,
+      meta: TableActions,
+      dropNullColumns: Boolean,
+      caseSensitive: Boolean
+  ): StructType = {
+    val data = visible(
+      spark,
+      if (dropNullColumns) SchemaUtils.dropNullTypeColumns(meta.schema) else meta.schema
+    )
     val partitions = visible(spark, StructType(meta.partitionColumns.map(c => meta.schema(c))))
-    PartitioningUtils
-      .mergeDataAndPartitionSchema(data, partitions, spark.sessionState.conf.caseSensitiveAnalysis)
-      ._1
+    PartitioningUtils.mergeDataAndPartitionSchema(data, partitions, caseSensitive)._1
+  }
+
+  /** delta-spark's settings a read follows, as the session has them now (read at the load). */
+  final case class ReadFlags(dropNullColumns: Boolean, checkSchemaOnRead: Boolean)
+
+  def readFlags(spark: SparkSession): ReadFlags = {
+    val conf = spark.sessionState.conf
+    ReadFlags(
+      dropNullColumns = conf.getConf(DeltaSQLConf.DELTA_CREATE_DATAFRAME_DROP_NULL_COLUMNS),
+      checkSchemaOnRead = conf.getConf(DeltaSQLConf.DELTA_SCHEMA_ON_READ_CHECK_ENABLED)
+    )
   }
 
   /** The columns delta-spark's streaming source of a table shows (its `sourceSchema`). */
@@ -288,17 +302,17 @@ private[deltareplay] object DeltaAdapter {
    * delta-spark's rule for its own reads (`TahoeFileIndex.getSnapshot`): the newest schema reads
    * the old one's data (columns and struct fields may be added; none dropped, renamed or retyped)
    * and column mapping moved no column to another physical name. Always true when delta-spark's
-   * check is off (`spark.databricks.delta.checkLatestSchemaOnRead=false`).
+   * check is off (`check`: `spark.databricks.delta.checkLatestSchemaOnRead`, taken at the load).
    */
-  def readCompatible(spark: SparkSession, analyzed: TableActions, newest: TableActions): Boolean =
+  def readCompatible(check: Boolean, analyzed: TableActions, newest: TableActions): Boolean =
     analyzed.metadataJson == newest.metadataJson || {
       val (_, was) = actions(analyzed)
       val (_, now) = actions(newest)
-      readCompatible(spark, was, now)
+      readCompatible(check, was, now)
     }
 
-  private def readCompatible(spark: SparkSession, was: Metadata, now: Metadata): Boolean =
-    !spark.sessionState.conf.getConf(DeltaSQLConf.DELTA_SCHEMA_ON_READ_CHECK_ENABLED) ||
+  private def readCompatible(check: Boolean, was: Metadata, now: Metadata): Boolean =
+    !check ||
       (SchemaUtils.isReadCompatible(was.schema, now.schema) &&
         DeltaColumnMapping.hasNoColumnMappingSchemaChanges(now, was))
 
@@ -307,7 +321,8 @@ private[deltareplay] object DeltaAdapter {
    *
    * @param readableAt
    *   whether the read may go on at a newer version of the table ([[readCompatible]] against the
-   *   metadata delta-spark analysed the read with)
+   *   metadata delta-spark analysed the read with; the first argument: whether delta-spark's check
+   *   is on)
    */
   final case class DeltaRead(
       tablePath: Path,
@@ -316,7 +331,7 @@ private[deltareplay] object DeltaAdapter {
       catalogTable: Option[CatalogTable],
       options: Map[String, String],
       schema: StructType,
-      readableAt: (SparkSession, TableActions) => Boolean
+      readableAt: (Boolean, TableActions) => Boolean
   )
 
   /**
@@ -337,8 +352,8 @@ private[deltareplay] object DeltaAdapter {
                 catalogTable = catalogTable.orElse(index.catalogTableOpt),
                 options = fs.options,
                 schema = fs.schema,
-                readableAt = (spark, newest) =>
-                  readCompatible(spark, index.snapshotAtAnalysis.metadata, actions(newest)._2)
+                readableAt = (check, newest) =>
+                  readCompatible(check, index.snapshotAtAnalysis.metadata, actions(newest)._2)
               )
             )
           catch { case NonFatal(_) => None }

@@ -43,7 +43,7 @@ private[deltareplay] class LogReader(
 ) extends Logging {
   private val hadoopConf: Configuration = {
     val c = spark.sessionState.newHadoopConf()
-    ParquetConf.copyFlags(spark.sessionState.conf, c)
+    ParquetConf.copyFlags(settings.sparkSettings.sql, c)
     c
   }
   private val mapper = new ObjectMapper()

@@ -20,18 +20,25 @@ import org.apache.spark.unsafe.types.UTF8String
 private[deltareplay] case class TableSnapshot(
     segment: LogSegment,
     meta: TableMeta,
-    loadMillis: Long
+    loadMillis: Long,
+    schema: StructType
 ) {
   def tablePath: Path = segment.tablePath
   def table: String = segment.table
   def version: Long = segment.version
-
-  /** The schema users see: the columns of delta-spark's relation of this version. */
-  lazy val schema: StructType = DeltaAdapter.relationSchema(SparkSession.active, meta)
   lazy val partitionColumns: Seq[String] = meta.partitionColumns
 }
 
 private[deltareplay] object TableSnapshot {
+
+  /**
+   * The schema users see of a version with protocol and metadata `meta`: the columns of
+   * delta-spark's relation, by the settings taken at the load.
+   */
+  def columns(spark: SparkSession, meta: TableMeta, settings: LogSettings): StructType = {
+    val s = settings.sparkSettings
+    DeltaAdapter.relationSchema(spark, meta, s.dropNullColumns, s.caseSensitive)
+  }
 
   /**
    * The table's newest version: `known` itself when it still is, found without listing
@@ -148,7 +155,12 @@ private[deltareplay] object TableSnapshot {
       segment.checkpointVersion.foreach(NewestCheckpoint(spark).put(key, _))
     }
     DeltaAdapter.checkReadable(segment.table, meta)
-    TableSnapshot(segment, meta, (System.nanoTime() - started) / 1000000)
+    TableSnapshot(
+      segment,
+      meta,
+      (System.nanoTime() - started) / 1000000,
+      columns(spark, meta, settings)
+    )
   }
 
   /**

@@ -7,7 +7,8 @@ package io.deltareplay.internal
  * ([[FileAction]], [[LiveFile]], [[DvDescriptor]]) and the typed entry of a live file
  * ([[FileEntry]]), the commits after a checkpoint reconciled ([[Reconciler]]), table paths and the
  * snapshot a read loads ([[TableSnapshot]]), read-ahead and the commit-text cache, store failures;
- * the settings it reads by ([[LogSettings]]). Uses: `session` (per-session caches), `delta`
- * (protocol checks, column-mapping schemas).
+ * the settings it reads by ([[LogSettings]], with Spark's own taken at the load:
+ * [[SparkSettings]]). Uses: `session` (per-session caches), `delta` (protocol checks,
+ * column-mapping schemas).
  */
 package object log

@@ -57,7 +57,6 @@ private[deltareplay] object ExecutorPlanning {
     val started = System.nanoTime()
     val segment = snapshot.segment
     val entry = index.entry
-    val sqlConf = spark.sessionState.conf
     val dir = Scratch.newDir(spark, conf.scratchDir, owner)
     val sc = spark.sparkContext
     val live = sc.longAccumulator("delta-replay live files")
@@ -65,12 +64,12 @@ private[deltareplay] object ExecutorPlanning {
     val binner = new Binner(
       entry,
       filter,
-      maxSplit = sqlConf.filesMaxPartitionBytes,
-      openCost = sqlConf.filesOpenCostInBytes,
+      maxSplit = conf.log.sparkSettings.maxPartitionBytes,
+      openCost = conf.log.sparkSettings.openCostInBytes,
       liveCount = live,
       prunedCount = pruned
     )
-    val writer = ManifestWriter(spark, dir, Manifests.schema(entry))
+    val writer = ManifestWriter(spark, conf.log.sparkSettings.sql, dir, Manifests.schema(entry))
     val description = s"delta-replay: plan ${segment.table} v${segment.version} on the executors"
     val ((scanned, summary), tasks) = Replay.inJobGroup(spark, description) {
       val qe = index.frame.queryExecution

@@ -120,8 +120,16 @@ private[deltareplay] final class OpenManifest(
 
 private[deltareplay] object ManifestWriter {
 
-  def apply(spark: SparkSession, dir: Path, schema: StructType): ManifestWriter = {
-    val sqlConf = spark.sessionState.conf
+  /**
+   * A writer of manifests of `schema` in `dir`, with Spark's Parquet writer configured by
+   * `sqlConf`.
+   */
+  def apply(
+      spark: SparkSession,
+      sqlConf: SQLConf,
+      dir: Path,
+      schema: StructType
+  ): ManifestWriter = {
     val job = Job.getInstance(spark.sessionState.newHadoopConf())
     Manifests.WriteOptions.foreach { case (k, v) => job.getConfiguration.set(k, v) }
     val factory = ParquetUtils.prepareWrite(

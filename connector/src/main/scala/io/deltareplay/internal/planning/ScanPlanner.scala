@@ -3,13 +3,12 @@ package io.deltareplay.internal.planning
 import scala.collection.mutable
 
 import io.deltareplay.internal.index.{DriverIndex, KeptFile}
-import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TableSnapshot}
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, SparkSettings, TableSnapshot}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.paths.SparkPath
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.InputPartition
-import org.apache.spark.sql.execution.datasources.{FilePartition, PartitionedFile}
+import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.sql.types.StructType
 
 /** The files left after pruning and skipping, split for reading. */
@@ -33,7 +32,7 @@ private[deltareplay] case class PlannedScan(
 private[deltareplay] object ScanPlanner {
 
   def plan(
-      spark: SparkSession,
+      settings: SparkSettings,
       snapshot: TableSnapshot,
       index: DriverIndex,
       filter: FileFilter,
@@ -66,7 +65,7 @@ private[deltareplay] object ScanPlanner {
         }
       }
     }
-    val partitions = splits(spark, snapshot, kept.toSeq)
+    val partitions = splits(settings, snapshot, kept.toSeq)
     val rows = kept.iterator.map(_.rows).foldLeft(Option(0L)) { case (acc, r) =>
       for (a <- acc; b <- r) yield a + b
     }
@@ -108,16 +107,15 @@ private[deltareplay] object ScanPlanner {
 
   /** File splits of `files` sized by Spark's `maxPartitionBytes` rules, packed as Spark packs. */
   def splits(
-      spark: SparkSession,
+      settings: SparkSettings,
       snapshot: TableSnapshot,
       files: Seq[KeptFile]
   ): Array[DeltaInputPartition] = {
     val paths = snapshot.segment.paths
-    val conf = spark.sessionState.conf
     // Spark's own rule (maxPartitionBytes, openCostInBytes, files.minPartitionNum or the leaf
     // node parallelism), so that a scan is split as Spark's file scan splits it.
     val maxSplit =
-      FilePartition.maxSplitBytes(spark, files.iterator.map(_.size + conf.filesOpenCostInBytes).sum)
+      settings.maxSplitBytes(files.iterator.map(_.size + settings.openCostInBytes).sum)
     val pieces = files.iterator
       .flatMap { f =>
         val path = SparkPath.fromUrlString(paths.absolute(f.path))
@@ -138,7 +136,7 @@ private[deltareplay] object ScanPlanner {
       }
       .toSeq
       .sortBy(-_._1.length)
-    DeltaInputPartition.pack(pieces, maxSplit, conf.filesOpenCostInBytes)
+    DeltaInputPartition.pack(pieces, maxSplit, settings.openCostInBytes)
   }
 }
 

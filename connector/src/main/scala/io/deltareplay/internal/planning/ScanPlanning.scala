@@ -92,7 +92,13 @@ private[deltareplay] object ScanPlanning {
     replayed.index.byHome(new TableIndex.ByHome[PlanResult] {
       def onDriver(index: DriverIndex): PlanResult = {
         val planned =
-          ScanPlanner.plan(policy.spark, policy.snapshot, index, filter, readPartitionSchema)
+          ScanPlanner.plan(
+            policy.conf.log.sparkSettings,
+            policy.snapshot,
+            index,
+            filter,
+            readPartitionSchema
+          )
         val what =
           if (r.narrowed) {
             s"narrowed: ${index.size} files the filters may match, from the log (kept for this " +

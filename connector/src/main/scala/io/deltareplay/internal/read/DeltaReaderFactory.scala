@@ -306,10 +306,12 @@ private[deltareplay] object DeltaReaderFactory {
    * deletion vector are dropped; reads are columnar when Spark's vectorized reader takes the schema
    * and no `_metadata` field is asked for. With `manifests` (the entry layout of an index on the
    * executors, whose planning wrote the splits as manifest files), each split is read from its
-   * manifest.
+   * manifest. Spark's Parquet reader is configured by `sqlConf`, the session's conf taken at the
+   * load (copied again here before this read's own changes).
    */
   def create(
       spark: SparkSession,
+      sqlConf: SQLConf,
       snapshot: TableSnapshot,
       readDataSchema: StructType,
       readPartitionSchema: StructType,
@@ -330,25 +332,25 @@ private[deltareplay] object DeltaReaderFactory {
       )
       if (withRowIndex) d.add(ParquetConf.RowIndexField) else d
     }
-    val sqlConf = spark.sessionState.conf.clone()
+    val readConf = sqlConf.clone()
     // Columns are matched by field id under `id` column mapping only: under `name` mapping (also
     // when it was enabled on a table whose older files carry no ids) by physical name, as V1 reads,
     // whatever the session's own setting.
-    sqlConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, meta.columnMappingName == "id")
+    readConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, meta.columnMappingName == "id")
     val (parquet, broadcastConf) =
-      parquetReader(spark, sqlConf, fullData, readData, readPartitionSchema, parquetFilters)
+      parquetReader(spark, readConf, fullData, readData, readPartitionSchema, parquetFilters)
     // Spark returns batches only up to `spark.sql.codegen.maxFields` columns, but its vectorized
     // reader decodes any schema it supports: wider reads take rows from its batches, since
     // Spark's own row reader builds a projection per file and copies every row twice.
     val vectorized = ParquetUtils.isBatchReadSupportedForSchema(
-      sqlConf,
+      readConf,
       StructType(readPartitionSchema ++ readData)
     )
     // deletion vectors keep reads columnar (a selection of each batch's rows); `_metadata` is
     // joined to rows
     val columnar = parquet.supportColumnarReads(null) && metadata.isEmpty
     val manifestReader = manifests.fold(null: ManifestReader) { entry =>
-      val manifestConf = spark.sessionState.conf.clone()
+      val manifestConf = sqlConf.clone()
       manifestConf.setConf(SQLConf.PARQUET_FIELD_ID_READ_ENABLED, false)
       val schema = Manifests.schema(entry)
       val (_, manifestHadoopConf) =

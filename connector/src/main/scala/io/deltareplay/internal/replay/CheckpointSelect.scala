@@ -3,7 +3,7 @@ package io.deltareplay.internal.replay
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.log.{CheckpointLayout, FileEntry}
+import io.deltareplay.internal.log.{CheckpointLayout, FileEntry, SparkSettings}
 import io.deltareplay.internal.log.BufferedInputFile
 import io.deltareplay.internal.skipping.SkipVector
 import org.apache.hadoop.fs.{FileStatus, Path}
@@ -23,7 +23,7 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.catalyst.plans.logical.Filter
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.deltareplay.SparkBridge
-import org.apache.spark.sql.execution.datasources.{FilePartition, PartitionedFile}
+import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.sql.execution.datasources.parquet.{
   DeltaReplayParquetRows,
   RowSplitParquetFormat,
@@ -127,11 +127,13 @@ private[deltareplay] object CheckpointSelect {
       typed: Option[DataType],
       needStats: Boolean,
       rowSplits: Boolean,
+      sparkSettings: SparkSettings,
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): RDD[InternalRow] = {
     val fields = layout.selectFields(needStats, typed)
-    val selected = select(spark, files, fields, filter, rowSplits, rowsRead, rowsDecoded)
+    val selected =
+      select(spark, files, fields, filter, rowSplits, sparkSettings, rowsRead, rowsDecoded)
     val condition = selected.condition
     val toEntry = layout.entryOfAdd(entry, fields, typed, needStats)
     SparkBridge.mapPartitionsUncleaned(selected.rows) { rows =>
@@ -151,24 +153,26 @@ private[deltareplay] object CheckpointSelect {
       addType: StructType,
       filter: Column,
       rowSplits: Boolean,
+      sparkSettings: SparkSettings,
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): Selected = {
+    val sql = sparkSettings.sql
     val decoded = new StructType().add("add", addType)
     val (condition, pass) = firstPass(spark, decoded, filter)
-    val readPass = new RowSplitParquetFormat(rowSplits).buildReaderWithPartitionValues(
+    val readPass = new RowSplitParquetFormat(rowSplits, sql).buildReaderWithPartitionValues(
       spark,
       pass.schema,
       new StructType(),
       pass.schema,
       Nil,
-      Map("returning_batch" -> DeltaReplayParquetRows.batchReadable(spark, pass.schema).toString),
+      Map("returning_batch" -> DeltaReplayParquetRows.batchReadable(sql, pass.schema).toString),
       spark.sessionState.newHadoopConf()
     )
     // building the whole-file reader also puts the read schema and Spark's Parquet settings into
     // `conf`, which the row reader of the second pass reads them from
     val conf = spark.sessionState.newHadoopConf()
-    val readWhole = new RowSplitParquetFormat(rowSplits).buildReaderWithPartitionValues(
+    val readWhole = new RowSplitParquetFormat(rowSplits, sql).buildReaderWithPartitionValues(
       spark,
       decoded,
       new StructType(),
@@ -177,10 +181,10 @@ private[deltareplay] object CheckpointSelect {
       Map("returning_batch" -> "false"),
       conf
     )
-    val settings = DeltaReplayParquetRows.settings(spark)
+    val settings = DeltaReplayParquetRows.settings(sql)
     // both passes must read the same rows of a split: both by rows, or both by row groups
-    val byRowsFirst = RowSplitParquetFormat.splitsByRows(rowSplits, spark, pass.schema)
-    val byRows = byRowsFirst && RowSplitParquetFormat.splitsByRows(rowSplits, spark, decoded)
+    val byRowsFirst = RowSplitParquetFormat.splitsByRows(rowSplits, sql, pass.schema)
+    val byRows = byRowsFirst && RowSplitParquetFormat.splitsByRows(rowSplits, sql, decoded)
     val sharedConf = spark.sparkContext.broadcast(new SerializableConfiguration(conf))
     // by rows: splits sized as a file scan sizes them (Spark's rule: `maxPartitionBytes`, the open
     // cost and the cores), each reading the rows of its byte range (in both passes); by row groups:
@@ -189,13 +193,12 @@ private[deltareplay] object CheckpointSelect {
     // agree is read in one split
     val splitBytes =
       if (byRowsFirst != byRows) Long.MaxValue
-      else if (!byRows) math.max(1L, spark.sessionState.conf.filesMaxPartitionBytes)
+      else if (!byRows) math.max(1L, sparkSettings.maxPartitionBytes)
       else
         math.max(
           1L,
-          FilePartition.maxSplitBytes(
-            spark,
-            files.iterator.map(_.getLen + spark.sessionState.conf.filesOpenCostInBytes).sum
+          sparkSettings.maxSplitBytes(
+            files.iterator.map(_.getLen + sparkSettings.openCostInBytes).sum
           )
         )
     val described = files.flatMap { f =>

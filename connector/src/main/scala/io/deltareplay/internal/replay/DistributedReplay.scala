@@ -352,6 +352,7 @@ private[deltareplay] class DistributedReplay(
         statsParsed,
         needStats,
         conf.checkpointRowSplits,
+        conf.log.sparkSettings,
         frames.selectedRead,
         frames.selectedDecoded
       )
@@ -418,7 +419,7 @@ private[deltareplay] class DistributedReplay(
   private def newestPerKey(keyed: DataFrame): DataFrame = {
     val partitions =
       if (conf.replayPartitions > 0) conf.replayPartitions
-      else spark.sessionState.conf.numShufflePartitions
+      else conf.log.sparkSettings.shufflePartitions
     val newestFirst = Window.partitionBy("_key", "_dvKey").orderBy(desc("version"), desc("isAdd"))
     keyed
       .repartition(partitions, col("_key"), col("_dvKey"))

@@ -56,7 +56,8 @@ private[replay] final class LogFrames(
     val strict = Map("ignoreCorruptFiles" -> "false", "ignoreMissingFiles" -> "false")
     val (fileFormat, options) = format match {
       case "json" => (new JsonFileFormat, strict + ("mode" -> "FAILFAST"))
-      case _ => (new RowSplitParquetFormat(conf.checkpointRowSplits), strict)
+      case _ =>
+        (new RowSplitParquetFormat(conf.checkpointRowSplits, conf.log.sparkSettings.sql), strict)
     }
     SparkBridge.readFiles(spark, fileFormat, schema, files, options)
   }
@@ -95,7 +96,16 @@ private[replay] final class LogFrames(
           // the filter over the fields the selection reads: a statistic only the left-out JSON
           // holds is unknown there (may match)
           CheckpointSelect
-            .select(spark, fs, fields, f, conf.checkpointRowSplits, selectedRead, selectedDecoded)
+            .select(
+              spark,
+              fs,
+              fields,
+              f,
+              conf.checkpointRowSplits,
+              conf.log.sparkSettings,
+              selectedRead,
+              selectedDecoded
+            )
             .frame(spark)
             .where(f)
             .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))

@@ -218,7 +218,7 @@ private[deltareplay] case class RouteDeltaReads(spark: SparkSession)
               TableSnapshot.load(spark, table, Some(read.version), None, conf.log)
             else newest(table, conf).get
           // what delta-spark would refuse to read (a schema changed since), it refuses itself
-          if (!read.readableAt(spark, snapshot.meta)) None
+          if (!read.readableAt(conf.sparkSettings.checkSchemaOnRead, snapshot.meta)) None
           else {
             Some(
               DataSourceV2Relation(

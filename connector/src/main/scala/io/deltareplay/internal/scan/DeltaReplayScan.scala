@@ -168,6 +168,7 @@ private[deltareplay] final case class DeltaReplayScan(
       case _ =>
         val factory = DeltaReaderFactory.create(
           spark,
+          conf.sparkSettings.sql,
           snapshot,
           readDataSchema,
           readPartitionSchema,

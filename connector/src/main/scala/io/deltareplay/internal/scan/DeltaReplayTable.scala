@@ -120,7 +120,10 @@ private[deltareplay] class DeltaReplayTable(
   /** This read at `newest`, for one query, with the settings `newConf`. */
   def resolvedTo(newest: TableSnapshot, newConf: ReadConf): DeltaReplayTable = {
     val broken =
-      if (DeltaAdapter.readCompatible(spark, analyzed, newest.meta)) None
+      if (
+        DeltaAdapter.readCompatible(newConf.sparkSettings.checkSchemaOnRead, analyzed, newest.meta)
+      )
+        None
       else {
         val changes = DeltaReplayTable.changes(analyzed.schema, newest.meta.schema)
         Some(Errors.schemaChangedSinceAnalysis(newest.table, newest.version, changes))

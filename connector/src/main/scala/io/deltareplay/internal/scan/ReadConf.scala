@@ -4,7 +4,7 @@ import java.util.Locale
 
 import io.deltareplay.Errors
 import io.deltareplay.{DeltaReplayOptions => O}
-import io.deltareplay.internal.log.LogSettings
+import io.deltareplay.internal.log.{LogSettings, SparkSettings}
 import io.deltareplay.internal.planning.{PlanningMode, PlanningSettings}
 import io.deltareplay.internal.replay.{ReplayMode, ReplaySettings}
 import io.deltareplay.internal.streaming.{StreamOptions, StreamSettings}
@@ -43,11 +43,11 @@ private[deltareplay] case class ReadConf(
     shareHadoopConf: Boolean = true,
     snapshotStorageLevel: Option[StorageLevel] = None,
     streamOptions: StreamOptions,
-    timeZone: String
+    sparkSettings: SparkSettings
 ) {
 
   /** What the log room takes of these settings. */
-  def log: LogSettings = LogSettings(stateCache, useChecksum, tailFastPathMaxBytes, timeZone)
+  def log: LogSettings = LogSettings(stateCache, useChecksum, tailFastPathMaxBytes, sparkSettings)
 
   /** What the replay room takes of these settings. */
   def replay: ReplaySettings = ReplaySettings(
@@ -180,8 +180,8 @@ private[deltareplay] object ReadConf {
       snapshotStorageLevel =
         resolve(spark, options, S.SnapshotStorageLevel).map(r => storageLevel(r.key, r.value)),
       streamOptions = StreamOptions(options),
-      // Spark's own setting, taken at the load with ours (one time zone for the whole read)
-      timeZone = spark.sessionState.conf.sessionLocalTimeZone
+      // Spark's own settings, taken at the load with ours (one value of each for the whole read)
+      sparkSettings = SparkSettings.of(spark)
     )
   }
 

@@ -115,12 +115,15 @@ private[deltareplay] class DeltaReplayMicroBatchStream(
   ): Array[InputPartition] = {
     planner.checkStart(offset(startOffset), fresh = initial.contains(offset(startOffset)))
     val files = planner.filesBetween(offset(startOffset), offset(endOffset))
-    ScanPlanner.splits(spark, start, files).map(p => p: InputPartition)
+    ScanPlanner
+      .splits(settings.planning.log.sparkSettings, start, files)
+      .map(p => p: InputPartition)
   }
 
   override def createReaderFactory(): PartitionReaderFactory = {
     val base = DeltaReaderFactory.create(
       spark,
+      settings.planning.log.sparkSettings.sql,
       start,
       planner.dataSchema,
       planner.partitionSchema,

@@ -5,7 +5,8 @@ import scala.util.Random
 
 import io.deltareplay.internal.index.KeptFile
 import io.deltareplay.internal.log.FileEntry
-import io.deltareplay.internal.log.{LiveFile, LogSegment, TableMeta, TablePaths, TableSnapshot}
+import io.deltareplay.internal.log.{LiveFile, LogSegment, SparkSettings, TableMeta}
+import io.deltareplay.internal.log.{TablePaths, TableSnapshot}
 import io.deltareplay.internal.skipping.FileFilter
 import io.deltareplay.test.SharedSparkSession
 import org.apache.hadoop.conf.Configuration
@@ -42,7 +43,8 @@ class BinnerSuite extends AnyFunSuite with SharedSparkSession {
   private val snapshot = TableSnapshot(
     LogSegment(root, paths, 0L, None, "none", Nil, Nil),
     meta,
-    0L
+    0L,
+    meta.schema
   )
 
   /** File sizes: some tiny, some around the split size, some spanning many splits, ties. */
@@ -85,7 +87,7 @@ class BinnerSuite extends AnyFunSuite with SharedSparkSession {
 
   private def ourPartitions(files: Seq[(String, Long)]): Seq[Seq[PartitionedFile]] = {
     val kept = files.map { case (n, size) => KeptFile(n, size, 0L, None, InternalRow.empty, None) }
-    ScanPlanner.splits(spark, snapshot, kept).toSeq.map(_.files.toSeq)
+    ScanPlanner.splits(SparkSettings.of(spark), snapshot, kept).toSeq.map(_.files.toSeq)
   }
 
   test("driver packing: the same input partitions as Spark's file scan, on generated sizes") {
@@ -159,7 +161,12 @@ class BinnerSuite extends AnyFunSuite with SharedSparkSession {
         val live = spark.sparkContext.longAccumulator
         val pruned = spark.sparkContext.longAccumulator
         val binner = new Binner(entry, filter, maxSplit, openCost, live, pruned)
-        val writer = ManifestWriter(spark, new Path(dir.toURI), Manifests.schema(entry))
+        val writer = ManifestWriter(
+          spark,
+          spark.sessionState.conf,
+          new Path(dir.toURI),
+          Manifests.schema(entry)
+        )
         val summaries = spark
           .createDataFrame(r.shuffle(files).map(_.toRow).asJava, LiveFile.Schema)
           .repartition(3) // three tasks, three arrival orders, three manifests

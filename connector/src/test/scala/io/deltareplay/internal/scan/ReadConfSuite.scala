@@ -215,4 +215,38 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
       assert(cached.isEmpty, entries)
     }
   }
+
+  test("Spark's and delta-spark's own settings are taken at the load and kept for the read") {
+    val keys = Seq(
+      "spark.sql.files.maxPartitionBytes" -> "4096",
+      "spark.sql.files.openCostInBytes" -> "512",
+      "spark.sql.files.minPartitionNum" -> "3",
+      "spark.sql.shuffle.partitions" -> "7",
+      "spark.sql.caseSensitive" -> "true",
+      "spark.sql.session.timeZone" -> "Asia/Kolkata",
+      "spark.databricks.delta.createDataFrame.dropNullColumns" -> "true",
+      "spark.databricks.delta.checkLatestSchemaOnRead" -> "false"
+    )
+    val before = ReadConf(spark, Map.empty).sparkSettings
+    val taken =
+      try {
+        keys.foreach { case (k, v) => spark.conf.set(k, v) }
+        ReadConf(spark, Map.empty).sparkSettings
+      } finally keys.foreach { case (k, _) => spark.conf.unset(k) }
+    assert(
+      (taken.maxPartitionBytes, taken.openCostInBytes, taken.minPartitions) === ((4096L, 512L, 3))
+    )
+    assert(taken.shufflePartitions === 7 && taken.caseSensitive && taken.timeZone == "Asia/Kolkata")
+    assert(taken.dropNullColumns && !taken.checkSchemaOnRead)
+    assert(!before.dropNullColumns && before.checkSchemaOnRead && !before.caseSensitive)
+    // Spark's rule for split sizes, over the settings taken
+    assert(taken.maxSplitBytes(3000L) === 1000L) // spread over the 3 minimum partitions
+    assert(taken.maxSplitBytes(900L) === 512L) // never below the open cost
+    assert(taken.maxSplitBytes(1L << 20) === 4096L) // never above maxPartitionBytes
+    // the SQL conf handed to Spark's Parquet reader is the load's, not the session's now
+    assert(taken.sql.filesMaxPartitionBytes === 4096L)
+    assert(spark.sessionState.conf.filesMaxPartitionBytes !== 4096L)
+    // equality (a scan's, for exchange reuse) is by the typed settings, not the conf's identity
+    assert(ReadConf(spark, Map.empty).sparkSettings === ReadConf(spark, Map.empty).sparkSettings)
+  }
 }

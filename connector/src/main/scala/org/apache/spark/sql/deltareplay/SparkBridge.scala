@@ -37,6 +37,13 @@ object SparkBridge {
   def daemonThread(name: String): java.util.concurrent.ThreadPoolExecutor =
     org.apache.spark.util.ThreadUtils.newDaemonSingleThreadExecutor(name)
 
+  /**
+   * The parallelism Spark gives a scan that reads files (`spark.sql.leafNodeDefaultParallelism`,
+   * else the context's default parallelism).
+   */
+  def leafNodeDefaultParallelism(spark: SparkSession): Int =
+    spark.asInstanceOf[ClassicSession].leafNodeDefaultParallelism
+
   /** A Catalyst filter as a data source filter, if it translates. */
   def translateFilter(e: Expression): Option[Filter] =
     DataSourceStrategy.translateFilter(e, supportNestedPredicatePushdown = true)

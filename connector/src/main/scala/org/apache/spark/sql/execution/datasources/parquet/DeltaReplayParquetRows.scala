@@ -7,14 +7,13 @@ import org.apache.parquet.hadoop.api.InitContext
 import org.apache.parquet.hadoop.metadata.FileMetaData
 import org.apache.parquet.io.api.RecordMaterializer
 import org.apache.parquet.schema.MessageType
-import org.apache.spark.sql.SparkSession
 import java.time.ZoneId
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.catalyst.util.RebaseDateTime.RebaseSpec
-import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources.DataSourceUtils
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -33,8 +32,7 @@ object DeltaReplayParquetRows {
       sessionTimeZone: String
   )
 
-  def settings(spark: SparkSession): Settings = {
-    val conf = spark.asInstanceOf[ClassicSession].sessionState.conf
+  def settings(conf: SQLConf): Settings = {
     val options = new ParquetOptions(Map.empty[String, String], conf)
     Settings(
       options.datetimeRebaseModeInRead,
@@ -62,11 +60,8 @@ object DeltaReplayParquetRows {
   }
 
   /** Whether Spark's vectorized reader can hand out columnar batches of `schema`. */
-  def batchReadable(spark: SparkSession, schema: StructType): Boolean =
-    ParquetUtils.isBatchReadSupportedForSchema(
-      spark.asInstanceOf[ClassicSession].sessionState.conf,
-      schema
-    )
+  def batchReadable(conf: SQLConf, schema: StructType): Boolean =
+    ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
 
   /**
    * A materializer of rows of the read schema that `conf` carries (set by

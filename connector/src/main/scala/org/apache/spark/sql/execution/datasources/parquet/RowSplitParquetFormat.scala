@@ -17,12 +17,12 @@ import org.apache.parquet.internal.filter2.columnindex.RowRanges
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.classic.{SparkSession => ClassicSession}
 import org.apache.spark.sql.execution.datasources.{
   FileFormat,
   PartitionedFile,
   RecordReaderIterator
 }
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.SerializableConfiguration
@@ -47,7 +47,7 @@ import org.apache.spark.util.SerializableConfiguration
  * filter pushed to Parquet prunes only in Spark's reader: the rows of a split read here are all
  * returned, and the scan's filter drops them after, as it does for any row a pushed filter keeps.
  */
-class RowSplitParquetFormat(rowSplits: Boolean) extends ParquetFileFormat {
+class RowSplitParquetFormat(rowSplits: Boolean, sql: SQLConf) extends ParquetFileFormat {
 
   override def toString: String = "Parquet (row splits)"
 
@@ -71,19 +71,18 @@ class RowSplitParquetFormat(rowSplits: Boolean) extends ParquetFileFormat {
       options,
       hadoopConf
     )
-    val sqlConf = sparkSession.asInstanceOf[ClassicSession].sessionState.conf
     val byRows = RowSplitParquetFormat.splitsByRows(
       rowSplits,
-      sparkSession,
+      sql,
       StructType(requiredSchema.fields ++ partitionSchema.fields)
     )
     // (off: Spark's reader as it is, with nothing more broadcast)
     if (!byRows) return whole
     val returningBatch = options.get(FileFormat.OPTION_RETURNING_BATCH).exists(_.toBoolean)
     val split = RowSplits.Reading(
-      DeltaReplayParquetRows.settings(sparkSession),
-      sqlConf.offHeapColumnVectorEnabled,
-      sqlConf.parquetVectorizedReaderBatchSize,
+      DeltaReplayParquetRows.settings(sql),
+      sql.offHeapColumnVectorEnabled,
+      sql.parquetVectorizedReaderBatchSize,
       partitionSchema,
       returningBatch
     )
@@ -101,11 +100,9 @@ object RowSplitParquetFormat {
    * the read's settings turn row splits on (`rowSplits`: `replay.checkpointRowSplits`) and Spark's
    * vectorized reader serves it.
    */
-  def splitsByRows(rowSplits: Boolean, spark: SparkSession, schema: StructType): Boolean = {
-    val conf = spark.asInstanceOf[ClassicSession].sessionState.conf
+  def splitsByRows(rowSplits: Boolean, conf: SQLConf, schema: StructType): Boolean =
     rowSplits && conf.parquetVectorizedReaderEnabled &&
-    ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
-  }
+      ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
 }
 
 /** The row rule of [[RowSplitParquetFormat]] and its reader. */
