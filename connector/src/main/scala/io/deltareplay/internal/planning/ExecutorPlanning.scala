@@ -43,9 +43,12 @@ private[deltareplay] case class ManifestPartition(
 private[deltareplay] object ExecutorPlanning {
 
   /**
-   * Plans over the index's entries where they are. Returns the plan, the rows the job's log scans
-   * read and its tasks (when the index is not persisted, this job is its replay).
+   * What planning on the executors did: the plan, and the rows the job's log scans read
+   * (`scannedRows`) and its tasks (when the index is not persisted, this job is its replay).
    */
+  final case class Planned(scan: PlannedScan, scannedRows: Long, tasks: Int)
+
+  /** Plans over the index's entries where they are. */
   def plan(
       spark: SparkSession,
       snapshot: TableSnapshot,
@@ -53,7 +56,7 @@ private[deltareplay] object ExecutorPlanning {
       index: ExecutorIndex,
       filter: FileFilter,
       owner: AnyRef
-  ): (PlannedScan, Long, Int) = {
+  ): Planned = {
     val started = System.nanoTime()
     val segment = snapshot.segment
     val entry = index.entry
@@ -94,7 +97,7 @@ private[deltareplay] object ExecutorPlanning {
       planning = s"executors (${interned.size} manifests, ${partitions.length} bins)",
       liveFiles = live.sum
     )
-    (planned, scanned, tasks)
+    Planned(planned, scanned, tasks)
   }
 }
 

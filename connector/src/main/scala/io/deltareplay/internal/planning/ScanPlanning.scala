@@ -111,14 +111,15 @@ private[deltareplay] object ScanPlanning {
 
       def onExecutors(index: ExecutorIndex): PlanResult = {
         val started = System.nanoTime()
-        val (planned, scanned, tasks) =
+        val done =
           ExecutorPlanning.plan(policy.spark, policy.snapshot, policy.conf, index, filter, owner)
+        val planned = done.scan
         // An index that is not persisted is replayed by the planning job itself.
         val (actions, millis, replayTasks) =
           if (index.persisted) (r.actionsReplayed, r.millis, r.replayTasks)
           else {
             val millis = r.millis + (System.nanoTime() - started) / 1000000
-            (r.actionsReplayed + scanned, millis, r.replayTasks + tasks)
+            (r.actionsReplayed + done.scannedRows, millis, r.replayTasks + done.tasks)
           }
         val files = if (index.persisted) index.size else planned.liveFiles
         val summary = ReplaySummary(r.mode, actions, files, millis, replayTasks, index.describe)

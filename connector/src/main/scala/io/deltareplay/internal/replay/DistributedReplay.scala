@@ -306,8 +306,8 @@ private[deltareplay] class DistributedReplay(
    * on the driver to build it (the fast path's tail; 0 on the window path). Rows its log scans read
    * show in [[LogFrames.scannedRows]] of its plan once it has run.
    */
-  def liveFrame(): (DataFrame, Long) =
-    if (!useFastPath) (windowLive().select(liveColumns: _*), 0L)
+  def liveFrame(): DistributedReplay.LiveFrame =
+    if (!useFastPath) DistributedReplay.LiveFrame(windowLive().select(liveColumns: _*), 0L)
     else {
       val tail = reconciledTail()
       val adds = checkpointAdds()
@@ -319,7 +319,10 @@ private[deltareplay] class DistributedReplay(
       val tailFrame = statsParsed.fold(tailFiles) { t =>
         tailFiles.withColumn(FileEntry.StatsParsedColumn, lit(null).cast(t))
       }
-      (survivors.select(liveColumns: _*).unionByName(tailFrame), tail.count)
+      DistributedReplay.LiveFrame(
+        survivors.select(liveColumns: _*).unionByName(tailFrame),
+        tail.count
+      )
     }
 
   /** The checkpoint's adds (those the query's filter may match, when it filters). */
@@ -431,6 +434,12 @@ private[deltareplay] class DistributedReplay(
 }
 
 private[deltareplay] object DistributedReplay {
+
+  /**
+   * The live files on the executors (`frame`, see [[DistributedReplay.liveFrame]]) and the commit
+   * actions reconciled on the driver to build it (`tailActions`).
+   */
+  final case class LiveFrame(frame: DataFrame, tailActions: Long)
 
   /** Keyed live-file rows ([[LiveFile.Schema]] first) as keyed entry rows; runs in a task. */
   private def asEntries(

@@ -130,7 +130,7 @@ private[deltareplay] object Replay {
     val replay = new DistributedReplay(spark, segment, conf, needStats, Some(entry))
     val description = s"delta-replay: index ${segment.table} v${segment.version} on the executors"
     val ((index, actions), tasks) = inJobGroup(spark, description) {
-      val (live, tailActions) = replay.liveFrame()
+      val live = replay.liveFrame()
       val index = LogJobErrors.forLog(segment) {
         ExecutorIndex.build(
           spark,
@@ -139,12 +139,12 @@ private[deltareplay] object Replay {
           tableId,
           segment.version,
           needStats,
-          live,
+          live.frame,
           storageLevel
         )
       }
       val scanned = if (index.persisted) LogFrames.scannedRows(index.cachedPlan) else 0L
-      (index, scanned + tailActions)
+      (index, scanned + live.tailActions)
     }
     ReplayResult(index, replay.path.copy(onExecutors = true), actions, 0L, tasks)
   }
