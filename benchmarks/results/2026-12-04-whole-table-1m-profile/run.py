@@ -32,7 +32,9 @@ if jfr:
 if java_opts:
     conf["spark.driver.extraJavaOptions"] = " ".join(java_opts)
 if jar:
-    conf["spark.jars"] = jar
+    # the connector jar to read with (configure() takes it instead of the venv's); setting
+    # spark.jars alone would leave the session without the extension: a V1 read
+    os.environ["DELTA_REPLAY_JAR"] = jar
 for a in args:
     if a.startswith("--conf="):
         k, v = a[len("--conf=") :].split("=", 1)
@@ -41,12 +43,9 @@ spark = local_session(
     f"p62-{reader}-{measure}",
     master="local[2]",
     conf=conf,
-    connector=(reader != "v1") and jar is None,
+    connector=(reader != "v1"),
     driver_memory="4g",
 )
-if jar:
-    # the session's configure() added the venv jar; check which jar is loaded
-    pass
 jvm = spark._jvm
 sc = spark.sparkContext._jsc.sc()
 pid = int(jvm.java.lang.ProcessHandle.current().pid())
@@ -180,6 +179,12 @@ def jit_ms():
 
 
 res = {"reader": reader, "measure": measure, "session_s": time.time() - T0, "pid": pid}
+# which reader answers: the session's extensions and the connector jar it loaded
+res["extensions"] = spark.conf.get("spark.sql.extensions", "")
+res["jars"] = spark.conf.get("spark.jars", "")
+if reader != "v1":
+    assert "io.deltareplay.DeltaReplayExtension" in res["extensions"], res["extensions"]
+    assert not jar or jar in res["jars"], res["jars"]
 t = time.perf_counter()
 spark.range(1000).selectExpr("sum(id)").collect()
 res["warm_unrelated_s"] = time.perf_counter() - t
