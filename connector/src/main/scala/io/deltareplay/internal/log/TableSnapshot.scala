@@ -14,8 +14,10 @@ import org.apache.spark.sql.types.{StructType, TimestampType}
 import org.apache.spark.unsafe.types.UTF8String
 
 /**
- * One pinned version of a table: its log segment and its protocol and metadata. Cheap to build (one
- * listing, reading the newest commits); the file replay happens later, in the scan.
+ * One pinned version of a table: its log segment and its protocol and metadata, and the schema
+ * users see (`schema`: the columns of delta-spark's relation of this version, by the settings taken
+ * at the load, [[TableSnapshot.columns]]). Cheap to build (one listing, reading the newest
+ * commits); the file replay happens later, in the scan.
  */
 private[deltareplay] case class TableSnapshot(
     segment: LogSegment,

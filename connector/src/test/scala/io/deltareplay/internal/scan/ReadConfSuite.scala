@@ -228,11 +228,19 @@ class ReadConfSuite extends AnyFunSuite with SharedSparkSession {
       "spark.databricks.delta.checkLatestSchemaOnRead" -> "false"
     )
     val before = ReadConf(spark, Map.empty).sparkSettings
+    // the shared session's own values come back after (unset would leave Spark's defaults, such
+    // as 200 shuffle partitions, to the suites after this one in the JVM)
+    val saved = keys.map { case (k, _) => k -> spark.conf.getOption(k) }
     val taken =
       try {
         keys.foreach { case (k, v) => spark.conf.set(k, v) }
         ReadConf(spark, Map.empty).sparkSettings
-      } finally keys.foreach { case (k, _) => spark.conf.unset(k) }
+      } finally
+        saved.foreach {
+          case (k, Some(v)) => spark.conf.set(k, v)
+          case (k, None) => spark.conf.unset(k)
+        }
+    saved.foreach { case (k, v) => assert(spark.conf.getOption(k) === v, k) }
     assert(
       (taken.maxPartitionBytes, taken.openCostInBytes, taken.minPartitions) === ((4096L, 512L, 3))
     )
