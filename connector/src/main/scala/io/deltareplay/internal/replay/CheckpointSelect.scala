@@ -3,7 +3,7 @@ package io.deltareplay.internal.replay
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.log.{CheckpointLayout, FileEntry, SparkSettings}
+import io.deltareplay.internal.log.{CheckpointLayout, FileEntry}
 import io.deltareplay.internal.log.BufferedInputFile
 import io.deltareplay.internal.skipping.SkipVector
 import org.apache.hadoop.fs.{FileStatus, Path}
@@ -26,6 +26,7 @@ import org.apache.spark.sql.deltareplay.SparkBridge
 import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.sql.execution.datasources.parquet.{
   DeltaReplayParquetRows,
+  ParquetUtils,
   RowSplitParquetFormat,
   RowSplits
 }
@@ -126,14 +127,12 @@ private[deltareplay] object CheckpointSelect {
       entry: FileEntry,
       typed: Option[DataType],
       needStats: Boolean,
-      rowSplits: Boolean,
-      sparkSettings: SparkSettings,
+      replay: ReplaySettings,
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): RDD[InternalRow] = {
     val fields = layout.selectFields(needStats, typed)
-    val selected =
-      select(spark, files, fields, filter, rowSplits, sparkSettings, rowsRead, rowsDecoded)
+    val selected = select(spark, files, fields, filter, replay, rowsRead, rowsDecoded)
     val condition = selected.condition
     val toEntry = layout.entryOfAdd(entry, fields, typed, needStats)
     SparkBridge.mapPartitionsUncleaned(selected.rows) { rows =>
@@ -152,11 +151,12 @@ private[deltareplay] object CheckpointSelect {
       files: Seq[FileStatus],
       addType: StructType,
       filter: Column,
-      rowSplits: Boolean,
-      sparkSettings: SparkSettings,
+      replay: ReplaySettings,
       rowsRead: LongAccumulator,
       rowsDecoded: LongAccumulator
   ): Selected = {
+    val rowSplits = replay.checkpointRowSplits
+    val sparkSettings = replay.log.sparkSettings
     val sql = sparkSettings.sql
     val decoded = new StructType().add("add", addType)
     val (condition, pass) = firstPass(spark, decoded, filter)
@@ -166,7 +166,9 @@ private[deltareplay] object CheckpointSelect {
       new StructType(),
       pass.schema,
       Nil,
-      Map("returning_batch" -> DeltaReplayParquetRows.batchReadable(sql, pass.schema).toString),
+      Map(
+        "returning_batch" -> ParquetUtils.isBatchReadSupportedForSchema(sql, pass.schema).toString
+      ),
       spark.sessionState.newHadoopConf()
     )
     // building the whole-file reader also puts the read schema and Spark's Parquet settings into

@@ -354,8 +354,7 @@ private[deltareplay] class DistributedReplay(
         entry,
         statsParsed,
         needStats,
-        conf.checkpointRowSplits,
-        conf.log.sparkSettings,
+        conf,
         frames.selectedRead,
         frames.selectedDecoded
       )

@@ -96,16 +96,7 @@ private[replay] final class LogFrames(
           // the filter over the fields the selection reads: a statistic only the left-out JSON
           // holds is unknown there (may match)
           CheckpointSelect
-            .select(
-              spark,
-              fs,
-              fields,
-              f,
-              conf.checkpointRowSplits,
-              conf.log.sparkSettings,
-              selectedRead,
-              selectedDecoded
-            )
+            .select(spark, fs, fields, f, conf, selectedRead, selectedDecoded)
             .frame(spark)
             .where(f)
             .select(col("add"), lit(null).cast(FileAction.RemoveType).as("remove"))

@@ -14,7 +14,6 @@ import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.catalyst.util.RebaseDateTime.RebaseSpec
 import org.apache.spark.sql.execution.datasources.DataSourceUtils
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.StructType
 
 /**
  * delta-replay's access to Spark's row-by-row Parquet decoding (its read support and record
@@ -58,10 +57,6 @@ object DeltaReplayParquetRows {
       DataSourceUtils.int96RebaseSpec(lookup, settings.int96RebaseMode)
     )
   }
-
-  /** Whether Spark's vectorized reader can hand out columnar batches of `schema`. */
-  def batchReadable(conf: SQLConf, schema: StructType): Boolean =
-    ParquetUtils.isBatchReadSupportedForSchema(conf, schema)
 
   /**
    * A materializer of rows of the read schema that `conf` carries (set by
