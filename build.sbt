@@ -52,6 +52,19 @@ lazy val connector = (project in file("connector"))
       (Compile / sourceDirectory).value / s"scala-spark-${sparkLine.name}",
     Test / unmanagedSourceDirectories +=
       (Test / sourceDirectory).value / s"scala-spark-${sparkLine.name}",
+    // scalafmt checks and formats the other lines' own folders too (the build's check runs on the
+    // default line only, so the lanes need no format check of their own)
+    Seq(Compile, Test).flatMap { config =>
+      def otherDirs = Def.setting {
+        (SparkLines.older :+ defaultSparkLine).filter(_ != sparkLine).map { l =>
+          (config / sourceDirectory).value / s"scala-spark-${l.name}"
+        }
+      }
+      Seq(
+        config / scalafmt / unmanagedSourceDirectories ++= otherDirs.value.filter(_.isDirectory),
+        config / scalafmt / unmanagedSources ++= otherDirs.value.flatMap(d => (d ** "*.scala").get)
+      )
+    },
     // on a line other than the default, the lane's suites and their helpers only (`./dev test`
     // runs those there; -Dspark.line.tests=all compiles every suite): SparkLines.laneSources
     Test / sources := {
