@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -80,6 +82,7 @@ def configure(
     routing: bool = True,
     extra_packages: Iterable[str] = (),
     ivy_dir: str | os.PathLike[str] | None = None,
+    class_data_dir: str | os.PathLike[str] | None = None,
 ) -> SparkSession.Builder:
     """Return ``builder`` set up for Delta reads through delta-replay.
 
@@ -102,6 +105,12 @@ def configure(
     (``delta-replay-spark_4.1_2.13``); any other raises ``UnsupportedSparkVersion``.
     Raises FileNotFoundError when ``connector`` is true and no jar is found;
     pass ``connector=False`` for a plain delta-spark session.
+
+    ``class_data_dir`` (or ``$DELTA_REPLAY_CLASS_DATA_DIR``): a directory for a class-data
+    sharing archive of the driver JVM (the JDK's CDS), so that a new process starts Spark
+    faster: the first session's JVM writes the archive when it exits, later ones map it
+    (:func:`class_data_options`). Applies to a driver JVM this process launches (a local or
+    client-mode session).
 
     Example::
 
@@ -147,7 +156,112 @@ def configure(
     ivy = ivy_dir or os.environ.get("DELTA_REPLAY_IVY")
     if ivy:
         builder = builder.config("spark.jars.ivy", str(Path(ivy).resolve()))
+    class_data = class_data_dir or os.environ.get("DELTA_REPLAY_CLASS_DATA_DIR")
+    # the builder's driver options replace those of spark-defaults.conf: keep the file's
+    java_options = _pending(builder, "spark.driver.extraJavaOptions")
+    if java_options is None:
+        java_options = _spark_defaults().get("spark.driver.extraJavaOptions", "")
+    # a builder that names an archive already (its own, or configure()'s) keeps it
+    if class_data and not re.search(r"-XX:(SharedArchiveFile|ArchiveClassesAtExit)=", java_options):
+        extra_class_path = _pending(builder, "spark.driver.extraClassPath") or ""
+        options = class_data_options(class_data, extra_class_path)
+        if options is None:
+            print(
+                f"[delta-replay] class_data_dir {class_data}: not used: the driver's class path "
+                f"holds a non-empty directory ({_non_empty_directory(extra_class_path)}), and the "
+                "JDK writes no class-data archive then",
+                file=sys.stderr,
+            )
+        else:
+            merged_options = f"{java_options} {options}" if java_options else options
+            builder = builder.config("spark.driver.extraJavaOptions", merged_options)
     return builder
+
+
+def _conf_dir() -> Path:
+    """The configuration directory of a session started here, the first entry of its driver's
+    class path: ``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``, else the pyspark package's."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:
+        return Path(conf_dir)
+    home = os.environ.get("SPARK_HOME")
+    if not home:
+        import pyspark
+
+        home = str(Path(pyspark.__file__).parent)
+    return Path(home) / "conf"
+
+
+def _spark_defaults() -> dict[str, str]:
+    """The settings of the spark-defaults.conf a session started here would read
+    (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``, else the pyspark package's ``conf``)."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in (_conf_dir() / "spark-defaults.conf").read_text().splitlines():
+            line = line.strip()
+            # a properties file: `key value`, `key=value` or `key: value`
+            pair = re.match(r"([^\s=:#!]+)\s*[=:\s]\s*(.*)$", line)
+            if pair:
+                found[pair.group(1)] = pair.group(2).strip()
+    return found
+
+
+def class_data_archive(directory: str | os.PathLike[str], extra_class_path: str = "") -> Path:
+    """The class-data sharing archive in ``directory`` for the driver JVM this process would
+    start: one file per Java runtime and Spark installation, so that a JDK update, another
+    pyspark or another class path gets an archive of its own instead of one the JVM refuses."""
+    import pyspark
+
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home) / "bin" / "java" if java_home else Path(shutil.which("java") or "java")
+    runtime = java.resolve().parent.parent
+    parts = [str(runtime), pyspark.__version__, extra_class_path]
+    parts.append(str(_conf_dir()))
+    watched = [runtime / "lib" / "modules", *sorted(Path(pyspark.__file__).parent.glob("jars/*"))]
+    for path in watched:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}")
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return Path(directory).expanduser().resolve() / f"delta-replay-driver-{digest}.jsa"
+
+
+def class_data_options(directory: str | os.PathLike[str], extra_class_path: str = "") -> str | None:
+    """The driver's JVM options for a class-data sharing archive in ``directory``, or None when
+    the driver's class path holds a non-empty directory (a configuration directory with files,
+    a directory in ``spark.driver.extraClassPath``): the JDK refuses to write an archive then.
+
+    The archive (:func:`class_data_archive`) is mapped when it is there
+    (``-XX:SharedArchiveFile``); otherwise this JVM writes it when it exits
+    (``-XX:ArchiveClassesAtExit``, JDK 13 and later). It holds the classes of Spark, Scala,
+    Hadoop and the JDK the session loaded (not those of ``spark.jars``/packages, which Spark
+    loads itself); a JVM that cannot use it (another class path) warns on stderr and starts as
+    without it. Measured: a PySpark session on the local master started 1.6 s sooner, its first
+    queries 1-1.5 s sooner (docs/benchmarks.md).
+    """
+    if _non_empty_directory(extra_class_path) is not None:
+        return None
+    archive = class_data_archive(directory, extra_class_path)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    if archive.is_file() and archive.stat().st_size > 0:
+        use = f"-XX:SharedArchiveFile={archive}"
+    else:
+        use = f"-XX:ArchiveClassesAtExit={archive}"
+    if " " in use:
+        use = f'"{use}"'  # Spark splits the options as a shell does
+    # the JVM's CDS warnings (an archive it cannot map) on stderr, not in a tool's stdout
+    return f"{use} -Xlog:cds*=off:stdout -Xlog:cds*=warning:stderr"
+
+
+def _non_empty_directory(extra_class_path: str = "") -> Path | None:
+    """The first non-empty directory on the driver's class path (its configuration directory,
+    then ``extra_class_path``'s entries), or None."""
+    entries = [_conf_dir(), *(Path(e) for e in extra_class_path.split(os.pathsep) if e)]
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and any(entry.iterdir()):
+                return entry
+    return None
 
 
 def server_settings(jar: str | os.PathLike[str] | None = None) -> dict[str, str]:

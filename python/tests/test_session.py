@@ -83,6 +83,52 @@ def test_configure_merges_with_the_builders_settings() -> None:
     assert again["spark.sql.catalog.spark_catalog"].endswith("DeltaCatalog")
 
 
+def test_class_data_archive_mapped_by_later_sessions(
+    spark: SparkSession,
+    class_data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``configure(class_data_dir=...)``: the run's archive (conftest's class_data, written by a
+    training session) is mapped by the shared session's JVM; configure() adds the options once,
+    after the builder's own; another class path gets another archive, written at exit; a class
+    path with a non-empty directory gets none (the JDK refuses to write one)."""
+    from delta_replay.session import class_data_archive, class_data_options
+
+    assert spark.range(3).count() == 3  # the session is up
+    loads = (class_data / "shared-session-class-load.log").read_text()
+    assert "org.apache.spark.SparkContext source: shared objects file (top)" in loads, loads[:2000]
+    [archive] = class_data.glob("*.jsa")
+    assert class_data_archive(class_data) == archive
+    assert class_data_options(class_data).startswith(f"-XX:SharedArchiveFile={archive} ")
+    builder = SparkSession.builder.config("spark.driver.extraJavaOptions", "-Xss4m")
+    twice = delta_replay.configure(delta_replay.configure(builder, class_data_dir=class_data))
+    assert _options(twice)["spark.driver.extraJavaOptions"] == (
+        f"-Xss4m {class_data_options(class_data)}"
+    )
+    # another configuration directory, empty: another class path, another archive, written at exit
+    fresh = tmp_path / "a dir"
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    written = class_data_archive(fresh)
+    assert written.name != archive.name
+    assert class_data_options(fresh) == (
+        f'"-XX:ArchiveClassesAtExit={written}" -Xlog:cds*=off:stdout -Xlog:cds*=warning:stderr'
+    )
+    assert fresh.is_dir() and not written.exists()
+    # with files in it (the JDK writes no archive then): none, said on stderr; the file's
+    # driver options are kept when the builder has none
+    (conf_dir / "spark-defaults.conf").write_text("# test\nspark.driver.extraJavaOptions -Xss8m\n")
+    assert class_data_options(fresh) is None
+    configured = _options(delta_replay.configure(SparkSession.builder, class_data_dir=fresh))
+    assert "spark.driver.extraJavaOptions" not in configured
+    assert (
+        "not used: the driver's class path holds a non-empty directory" in capsys.readouterr().err
+    )
+
+
 def test_configure_replaces_delta_spark_from_configure_spark_with_delta_pip() -> None:
     from delta import configure_spark_with_delta_pip
 
