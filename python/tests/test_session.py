@@ -118,8 +118,8 @@ def test_class_data_archive_mapped_by_later_sessions(
         f'"-XX:ArchiveClassesAtExit={written}" -Xlog:cds*=off:stdout -Xlog:cds*=warning:stderr'
     )
     assert fresh.is_dir() and not written.exists()
-    # with files in it (the JDK writes no archive then): none, said on stderr; the file's
-    # driver options are kept when the builder has none
+    # with files in it (the JDK writes no archive then): none, said on stderr, and the builder's
+    # driver options left alone (spark-defaults.conf's stay in force)
     (conf_dir / "spark-defaults.conf").write_text("# test\nspark.driver.extraJavaOptions -Xss8m\n")
     assert class_data_options(fresh) is None
     configured = _options(delta_replay.configure(SparkSession.builder, class_data_dir=fresh))
