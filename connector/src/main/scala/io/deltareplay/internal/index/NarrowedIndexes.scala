@@ -14,15 +14,16 @@ import org.apache.spark.sql.catalyst.expressions.{AttributeSeq, BindReferences, 
  *
  * A narrowed index serves only a read of the same table version (table URI, table id, version) in
  * the same session time zone with the same partition and skipping predicates (compared with the
- * entry columns bound to their ordinals) and the same need for statistics: it holds every live file
- * those predicates may match, which is all such a read plans from. A read of a newer version with
- * the same filters rolls it forward by the commits in between ([[before]]), as the whole index is
- * rolled: every key those commits touched goes, their winning adds join (all of them: planning
- * filters the index again, so a superset of the matching files is all it needs). Once the whole
- * index of a table is cached, reads use that, and the table's narrowed indexes it serves are
- * dropped ([[dropTable]]). At most [[MaxEntries]] indexes and [[MaxBytes]] of driver heap per
- * session, the least recently used first out; `spark.deltareplay.replay.stateCache.enabled=false`
- * keeps none.
+ * entry columns bound to their ordinals) and the same need for statistics (a count's, `numRecords`
+ * only, [[io.deltareplay.internal.log.FileEntry.countOnly]], serves counts only): it holds every
+ * live file those predicates may match, which is all such a read plans from. A read of a newer
+ * version with the same filters rolls it forward by the commits in between ([[before]]), as the
+ * whole index is rolled: every key those commits touched goes, their winning adds join (all of
+ * them: planning filters the index again, so a superset of the matching files is all it needs).
+ * Once the whole index of a table is cached, reads use that, and the table's narrowed indexes it
+ * serves are dropped ([[dropTable]]). At most [[MaxEntries]] indexes and [[MaxBytes]] of driver
+ * heap per session, the least recently used first out;
+ * `spark.deltareplay.replay.stateCache.enabled=false` keeps none.
  */
 private[deltareplay] object NarrowedIndexes {
 
@@ -35,6 +36,7 @@ private[deltareplay] object NarrowedIndexes {
       version: Long,
       timeZone: String,
       withStats: Boolean,
+      countOnly: Boolean,
       prune: Expression,
       skip: Expression
   )
@@ -55,6 +57,7 @@ private[deltareplay] object NarrowedIndexes {
       s.version,
       request.entry.timeZone,
       withStats,
+      request.entry.countOnly,
       bound(filter.prune),
       bound(filter.skip)
     )

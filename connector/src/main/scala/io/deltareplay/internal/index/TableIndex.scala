@@ -64,7 +64,8 @@ private[deltareplay] trait TableIndex {
   def byHome[R](f: TableIndex.ByHome[R]): R
 
   /** How an answer from this index is described after the replay's `mode`. */
-  def answeredBy(mode: ReplayPath): String = mode.describe
+  def answeredBy(mode: ReplayPath): String =
+    if (entry.countOnly) s"${mode.describe}, statistics: numRecords only" else mode.describe
 
   /** This index rolled forward to `newVersion` by the reconciled commits in between. */
   def rolledForward(

@@ -22,11 +22,18 @@ import org.apache.spark.sql.types._
  * Layout ([[schema]]): `path` (as the log stores it), `size`, `modificationTime`, `dv`, `partition`
  * (a struct of the partition columns, logical names), `stats` (a struct: `numRecords`,
  * `tightBounds`, `minValues`, `maxValues`, `nullCount`).
+ *
+ * `countOnly`: the same layout with only `numRecords` read out of a statistics JSON (the token
+ * reader of [[StatsFromJson]], the rest of the document skipped) and the other statistics null,
+ * unknown; typed statistics of a checkpoint still come whole. For a `count(*)` answered from
+ * statistics and nothing else: such entries never plan a scan nor enter the session's index cache
+ * (a bound left null skips nothing, so they would be correct but slow).
  */
 private[deltareplay] final case class FileEntry(
     tableSchema: StructType,
     partitionColumns: Seq[String],
-    timeZone: String
+    timeZone: String,
+    countOnly: Boolean = false
 ) {
   import FileEntry._
 
@@ -91,8 +98,20 @@ private[deltareplay] final case class FileEntry(
       Coalesce(Seq(in(LiveFile.Ord.ModificationTime), Literal(0L))),
       in(LiveFile.Ord.Dv),
       partitionFrom(in(LiveFile.Ord.PartitionValues)),
-      StatsJsonToStruct(in(LiveFile.Ord.Stats), statsSchema, timeZone)
+      if (countOnly) numRecordsOnly(in(LiveFile.Ord.Stats))
+      else StatsJsonToStruct(in(LiveFile.Ord.Stats), statsSchema, timeZone)
     )
+  }
+
+  /** The statistics struct of a `countOnly` entry: `numRecords` from `json`, the rest null. */
+  private def numRecordsOnly(json: Expression): Expression = {
+    val read = StatsFromJson(json, Seq(Seq(NumRecords)), Seq(LongType), timeZone, remember = false)
+    CreateNamedStruct(statsSchema.fields.toSeq.flatMap { f =>
+      val value =
+        if (f.name == NumRecords) GetStructField(read, 0, Some(NumRecords))
+        else Literal(null, f.dataType)
+      Seq(Literal(f.name), value)
+    })
   }
 
   /** Turns [[LiveFile]] rows into entries on the driver (one reusable projection; not shared). */

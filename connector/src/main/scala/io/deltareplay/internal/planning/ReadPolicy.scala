@@ -33,14 +33,25 @@ import org.apache.spark.storage.StorageLevel
 private[deltareplay] final case class ReadPolicy(
     spark: SparkSession,
     snapshot: TableSnapshot,
-    conf: PlanningSettings
+    conf: PlanningSettings,
+    countOnly: Boolean = false
 ) extends IndexRequest
     with Logging {
   private def segment = snapshot.segment
 
-  /** The layout of this table's index entries. */
+  /** The layout of this table's index entries (`countOnly`: [[FileEntry.countOnly]]'s). */
   lazy val entry: FileEntry =
-    FileEntry(snapshot.meta, conf.log.timeZone)
+    FileEntry(snapshot.meta, conf.log.timeZone).copy(countOnly = countOnly)
+
+  /**
+   * This policy for a `count(*)` answered from statistics: its narrowed read ([[narrowedIndex]])
+   * reads only `numRecords` of each statistics JSON, with no filter too (the whole version, for a
+   * count of the table); the index built in the background is the whole one ([[full]]).
+   */
+  def forCount: ReadPolicy = copy(countOnly = true)
+
+  /** This policy with whole statistics: the index the session caches and scans plan from. */
+  def full: ReadPolicy = if (countOnly) copy(countOnly = false) else this
 
   /**
    * The session's index of this table, if it can serve this version (with `needStats`): one whose
@@ -197,9 +208,10 @@ private[deltareplay] final case class ReadPolicy(
    * through a [[CheckpointFilter]] (kept for reads of this version with the same filters only,
    * [[NarrowedIndexes]]); the index of the whole version is then built in the background
    * (`index.buildInBackground`). None when that does not apply: `replay.filterCheckpoint` off, a
-   * forced replay mode, nothing to filter by, a small log replayed on the driver, a log replayed on
-   * the window path, an index that serves, or an index that would live on the executors. A log of
-   * commits only that is not small narrows on the driver ([[commitsNarrowOnDriver]]).
+   * forced replay mode, nothing to filter by (unless [[countOnly]]), a small log replayed on the
+   * driver, a log replayed on the window path, an index that serves, or an index that would live on
+   * the executors. A log of commits only that is not small narrows on the driver
+   * ([[commitsNarrowOnDriver]]).
    */
   def narrowedIndex(filter: FileFilter, needStats: Boolean): Either[String, ReplayResult] = {
     val byQuery = CheckpointFilter(entry, filter.over(entry))
@@ -207,11 +219,11 @@ private[deltareplay] final case class ReadPolicy(
     lazy val declined: Option[String] = Seq(
       (!conf.filterCheckpoint) -> "replay.filterCheckpoint is off",
       (conf.replayMode != ReplayMode.Auto) -> s"replay.mode is ${conf.replayMode.name}",
-      (!byQuery.filters) -> "", // nothing to narrow by
+      (!byQuery.filters && !countOnly) -> "", // nothing to narrow by
       (!replaysDistributed && !commitsNarrowOnDriver) -> "a small log, replayed on the driver",
       (!conf.replay.fastPath(segment) && !commitsNarrowOnDriver) ->
         "no checkpoint, or commits after it over replay.tailFastPathMaxBytes",
-      cachedState(needStats).isDefined -> "an index of this version is cached",
+      full.cachedState(needStats).isDefined -> "an index of this version is cached",
       (home != Home.Driver) -> "the index of this version lives on the executors"
     ).collectFirst { case (true, why) => why }
     if (declined.isDefined) Left(declined.get)
@@ -249,7 +261,7 @@ private[deltareplay] final case class ReadPolicy(
           if (conf.stateCache) NarrowedIndexes.put(this, filter, needStats, r)
           r
       }
-      if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(this, needStats)
+      if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(full, needStats)
       Right(result.copy(millis = (System.nanoTime() - started) / 1000000))
     }
   }

@@ -2,7 +2,7 @@ package io.deltareplay.internal.replay
 
 import scala.collection.mutable
 
-import io.deltareplay.internal.log.{CheckpointLayout, FileEntry}
+import io.deltareplay.internal.log.{CheckpointLayout, FileEntry, StatsFromJson, StatsReader}
 import io.deltareplay.internal.skipping.{DataSkipping, FileFilter, Relax}
 import org.apache.spark.sql.Column
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
@@ -100,7 +100,7 @@ private[deltareplay] final case class CheckpointFilter(entry: FileEntry, filter:
     val fromJson = mutable.LinkedHashMap.empty[Seq[String], DataType]
     e.foreach {
       case g @ statsField(names)
-          if partial && hasJson && TailFilter.readable(g.dataType) &&
+          if partial && hasJson && StatsReader.readable(g.dataType) &&
             !(typed(names, g.dataType) && parsedInEveryAdd) =>
         fromJson.getOrElseUpdate(names, g.dataType)
       case _ =>

@@ -3,6 +3,7 @@ package io.deltareplay.internal.scan
 import io.deltareplay.internal.index.ReplayResult
 import io.deltareplay.internal.log.{FileEntry, TableSnapshot}
 import io.deltareplay.internal.planning.{MetadataAggregates, ReadPolicy}
+import io.deltareplay.internal.planning.MetadataAggregates.CountStarOf
 import io.deltareplay.internal.read.FileMetadata
 import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
 import org.apache.spark.sql.SparkSession
@@ -67,10 +68,12 @@ private[deltareplay] class DeltaReplayScanBuilder(
    */
   override def pushAggregation(aggregation: Aggregation): Boolean = {
     if (!conf.metadataAggregates || filters.postScan.nonEmpty) return false
-    if (MetadataAggregates.functions(aggregation, entry).isEmpty) return false
+    val functions = MetadataAggregates.functions(aggregation, entry).getOrElse(return false)
     val filter = FileFilter(entry, filters, skipping = false)
+    // counts only: the narrowed read parses nothing of the statistics but numRecords
+    val narrowing = if (functions.forall(_ == CountStarOf())) policy.forCount else policy
     val replay =
-      policy.narrowedIndex(filter, needStats = true).getOrElse(policy.index(needStats = true))
+      narrowing.narrowedIndex(filter, needStats = true).getOrElse(policy.index(needStats = true))
     aggregate = MetadataAggregates.answerWhere(spark, snapshot, aggregation, replay.index, filter)
     aggregateReplay = replay.index.answeredBy(replay.mode)
     if (aggregate.isDefined || !replay.narrowed) replayed = Some(replay)

@@ -1,7 +1,7 @@
 package io.deltareplay.internal.replay
 
 import io.deltareplay.internal.log.FileEntry
-import io.deltareplay.internal.log.{LiveFile, TableMeta}
+import io.deltareplay.internal.log.{LiveFile, StatsFromJson, StatsReader, TableMeta}
 import io.deltareplay.internal.skipping.{FileFilter, PushedFilters}
 import io.deltareplay.test.DeltaOracle
 import org.apache.spark.sql.catalyst.InternalRow
@@ -102,7 +102,7 @@ class TailFilterSuite extends AnyFunSuite with DeltaOracle {
   )
 
   test("statistics read from the JSON are Spark's values, or null") {
-    val reader = new TailFilter.StatsReader(leaves, entry.timeZone)
+    val reader = new StatsReader(leaves, entry.timeZone)
     val toEntry = entry.projector()
     var read, sure = 0
     documents.foreach { json =>
@@ -125,7 +125,7 @@ class TailFilterSuite extends AnyFunSuite with DeltaOracle {
     // well-formed documents are read: every value of the first one that the reader takes
     val first = new GenericInternalRow(leaves.size)
     assert(reader.read(documents.head, first))
-    val readable = leaves.zipWithIndex.filter { case ((_, t), _) => TailFilter.readable(t) }
+    val readable = leaves.zipWithIndex.filter { case ((_, t), _) => StatsReader.readable(t) }
     val firstSpark =
       toEntry(add(documents.head)).getStruct(entry.Ord.Stats, entry.statsSchema.length)
     readable.foreach { case ((names, t), i) =>
@@ -189,7 +189,7 @@ class TailFilterSuite extends AnyFunSuite with DeltaOracle {
       val doc = parts.mkString("{", ",", "}")
       if (r.nextInt(8) == 0) doc.take(r.nextInt(doc.length)) else doc
     }
-    val readable = leaves.filter { case (_, t) => TailFilter.readable(t) }
+    val readable = leaves.filter { case (_, t) => StatsReader.readable(t) }
     val json = StatsFromJson(
       BoundReference(0, StringType, nullable = true),
       readable.map(_._1),

@@ -1,4 +1,4 @@
-package io.deltareplay.internal.replay
+package io.deltareplay.internal.log
 
 import java.util.concurrent.atomic.AtomicLong
 
@@ -16,20 +16,22 @@ import org.apache.spark.unsafe.types.UTF8String
 /**
  * The statistics at `paths` (names from the statistics' root) read out of a file's statistics JSON
  * (`child`, a checkpoint's `add.stats`), as a struct with one field per path: a value where
- * [[TailFilter.StatsReader]] reads it as Spark's JSON reader would, null where it is missing or not
- * certain (a document that does not parse gives a struct of nulls). Only the fields asked for are
- * converted, token by token; the rest of the document is skipped.
+ * [[StatsReader]] reads it as Spark's JSON reader would, null where it is missing or not certain (a
+ * document that does not parse gives a struct of nulls). Only the fields asked for are converted,
+ * token by token; the rest of the document is skipped.
  *
  * A predicate reads several fields of one document: every copy of this expression made from one
  * (same `id`) decodes a row's document once (the last decoded is kept per thread with a copy of its
- * bytes, compared with the next document's).
+ * bytes, compared with the next document's); `remember = false` for a single use, which needs
+ * neither the copy nor the comparison.
  */
 private[deltareplay] final case class StatsFromJson(
     child: Expression,
     paths: Seq[Seq[String]],
     types: Seq[DataType],
     timeZone: String,
-    id: Long = StatsFromJson.nextId()
+    id: Long = StatsFromJson.nextId(),
+    remember: Boolean = true
 ) extends UnaryExpression
     with CodegenFallback
     with NonSQLExpression {
@@ -44,21 +46,27 @@ private[deltareplay] final case class StatsFromJson(
     else
       org.apache.spark.sql.catalyst.analysis.TypeCheckResult.TypeCheckFailure("needs a string")
 
-  @transient private lazy val reader = new TailFilter.StatsReader(paths.zip(types), timeZone)
+  @transient private lazy val reader = new StatsReader(paths.zip(types), timeZone)
 
   override protected def nullSafeEval(input: Any): Any = {
     val json = input.asInstanceOf[UTF8String]
-    val last = StatsFromJson.last.get()
+    lazy val last = StatsFromJson.last.get()
     // the same document again (compared by its bytes: a reader may reuse its buffers)
-    if (last.id == id && last.json != null && last.json == json) last.row
+    if (!remember) read(json)
+    else if (last.id == id && last.json != null && last.json == json) last.row
     else {
-      val out = new GenericInternalRow(paths.size)
-      if (!reader.read(json, out)) paths.indices.foreach(out.setNullAt)
+      val out = read(json)
       last.id = id
       last.json = json.clone()
       last.row = out
       out
     }
+  }
+
+  private def read(json: UTF8String): InternalRow = {
+    val out = new GenericInternalRow(paths.size)
+    if (!reader.read(json, out)) paths.indices.foreach(out.setNullAt)
+    out
   }
 
   override protected def withNewChildInternal(newChild: Expression): StatsFromJson =
