@@ -47,6 +47,21 @@ private[deltareplay] object NarrowedIndexes {
     size = _.size.toLong
   )
 
+  /**
+   * A count's narrowed index over [[MaxBytes]] (a `count(*)` of a big table reads every file) and
+   * within the session's index cache budget: the last one only, kept apart, standing in for the
+   * whole index until the background build caches that (then dropped as the table's other narrowed
+   * indexes are), so that a count repeated meanwhile does not read the checkpoint again.
+   */
+  private val bigCountOf = new SessionState.Part[BoundedLru[Key, ReplayResult]](
+    "narrowed count index",
+    () => new BoundedLru[Key, ReplayResult](1, Long.MaxValue, _.index.bytes),
+    size = _.size.toLong
+  )
+
+  private def lookup(spark: SparkSession, k: Key): Option[ReplayResult] =
+    cacheOf(spark).get(k).orElse(bigCountOf(spark).get(k))
+
   private def key(request: IndexRequest, filter: FileFilter, withStats: Boolean): Key = {
     val s = request.snapshot
     def bound(e: Expression) =
@@ -67,12 +82,10 @@ private[deltareplay] object NarrowedIndexes {
    * A narrowed index kept for this version and these filters; for a read that needs no statistics,
    * one kept with them serves too (an aggregate of some partitions, then their rows).
    */
-  def get(request: IndexRequest, filter: FileFilter, withStats: Boolean): Option[ReplayResult] = {
-    val kept = cacheOf(request.spark)
-    kept.get(key(request, filter, withStats)).orElse {
-      if (withStats) None else kept.get(key(request, filter, withStats = true))
+  def get(request: IndexRequest, filter: FileFilter, withStats: Boolean): Option[ReplayResult] =
+    lookup(request.spark, key(request, filter, withStats)).orElse {
+      if (withStats) None else lookup(request.spark, key(request, filter, withStats = true))
     }
-  }
 
   /**
    * The newest narrowed index kept for an older version of the table with these filters, and its
@@ -84,7 +97,8 @@ private[deltareplay] object NarrowedIndexes {
       withStats: Boolean
   ): Option[(Long, ReplayResult)] = {
     val wanted = key(request, filter, withStats)
-    val older = cacheOf(request.spark).entries.collect {
+    val all = cacheOf(request.spark).entries ++ bigCountOf(request.spark).entries
+    val older = all.collect {
       case (k, r) if k.version < wanted.version && k.copy(version = wanted.version) == wanted =>
         k.version -> r
     }
@@ -92,13 +106,21 @@ private[deltareplay] object NarrowedIndexes {
   }
 
   /** Keeps a narrowed index of this version and these filters. */
-  def put(request: IndexRequest, filter: FileFilter, withStats: Boolean, r: ReplayResult): Unit =
-    cacheOf(request.spark).put(key(request, filter, withStats), r)
+  def put(request: IndexRequest, filter: FileFilter, withStats: Boolean, r: ReplayResult): Unit = {
+    val k = key(request, filter, withStats)
+    val bytes = r.index.bytes
+    if (k.countOnly && bytes > MaxBytes && bytes <= request.cacheBudgetBytes)
+      bigCountOf(request.spark).put(k, r)
+    else cacheOf(request.spark).put(k, r)
+  }
 
   /**
    * Drops the table's narrowed indexes that its whole index, cached now, serves: all of them when
    * it has statistics, else those of reads that need none.
    */
-  def dropTable(spark: SparkSession, tableUri: String, withStats: Boolean): Unit =
-    cacheOf(spark).removeKeys(k => k.tableUri == tableUri && (withStats || !k.withStats))
+  def dropTable(spark: SparkSession, tableUri: String, withStats: Boolean): Unit = {
+    val served = (k: Key) => k.tableUri == tableUri && (withStats || !k.withStats)
+    cacheOf(spark).removeKeys(served)
+    bigCountOf(spark).removeKeys(served)
+  }
 }
