@@ -374,9 +374,9 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
       spark.sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 7")
       rows(600, 650).write.format("delta").mode("append").save(path)
       spark.sql(s"DELETE FROM delta.`$path` WHERE id < 25")
-      def count(where: String): (Seq[org.apache.spark.sql.Row], String) = {
-        ours(path).createOrReplaceTempView("t_ours")
-        v1(path).createOrReplaceTempView("t_v1")
+      def count(where: String, table: String = path): (Seq[org.apache.spark.sql.Row], String) = {
+        ours(table).createOrReplaceTempView("t_ours")
+        v1(table).createOrReplaceTempView("t_v1")
         val df = spark.sql(s"SELECT count(*) FROM t_ours$where")
         val got = df.collect().toSeq
         assert(got === spark.sql(s"SELECT count(*) FROM t_v1$where").collect().toSeq, where)
@@ -420,6 +420,22 @@ class FirstReadSuite extends AnyFunSuite with DeltaOracle {
         IndexCache.clear(spark)
         val (_, unanswered) = count("")
         assert(!unanswered.contains("aggregatesFromStats"), unanswered)
+        // a checkpoint with typed statistics (delta-spark's default): only their numRecords read
+        val typed = dir.getAbsolutePath + "/typed"
+        rows(0, 300)
+          .repartitionByRange(12, col("id"))
+          .write
+          .format("delta")
+          .partitionBy("p")
+          .option("delta.enableDeletionVectors", "true")
+          .save(typed)
+        spark.sql(s"DELETE FROM delta.`$typed` WHERE id % 10 = 3")
+        DeltaLog.forTable(spark, typed).checkpoint()
+        rows(300, 320).write.format("delta").mode("append").save(typed)
+        Seq("", " WHERE p = 2").foreach { where =>
+          val (_, m) = count(where, typed)
+          assert(m.contains("statistics: numRecords only"), s"$where: $m")
+        }
       }
     }
   }

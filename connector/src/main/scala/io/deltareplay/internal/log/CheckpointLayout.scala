@@ -105,14 +105,33 @@ private[deltareplay] object CheckpointLayout {
   val StatsParsedField = "stats_parsed"
   val PartitionParsedField = "partitionValues_parsed"
 
+  /**
+   * `stats_parsed` with its `numRecords` only (a count's read, [[FileEntry.countOnly]]: the other
+   * typed statistics are not decoded); none when it has no such field of type long.
+   */
+  private def numRecordsOnly(parsed: StructField): Option[StructField] = parsed.dataType match {
+    case s: StructType =>
+      s.fields
+        .find(f => f.name == FileEntry.NumRecords && f.dataType == LongType)
+        .map(f => parsed.copy(dataType = StructType(Seq(f))))
+    case _ => None
+  }
+
   /** The field `name` of `s`, when it is a struct. */
   def structField(s: StructType, name: String): Option[StructType] =
     s.fields.find(_.name == name).map(_.dataType).collect { case t: StructType => t }
 
   /** The layout of a checkpoint file with this footer. */
-  def forFile(footer: FooterFacts, needStats: Boolean): CheckpointLayout = {
+  def forFile(
+      footer: FooterFacts,
+      needStats: Boolean,
+      countOnly: Boolean = false
+  ): CheckpointLayout = {
     val footerAdd = structField(footer.schema, "add")
-    val parsed = footerAdd.flatMap(_.fields.find(_.name == StatsParsedField)).filter(_ => needStats)
+    val parsed = footerAdd
+      .flatMap(_.fields.find(_.name == StatsParsedField))
+      .filter(_ => needStats)
+      .flatMap(p => if (countOnly) numRecordsOnly(p) else Some(p))
     val addType = parsed.fold(FileAction.AddType)(p => FileAction.AddType.add(p))
     CheckpointLayout(
       new StructType().add("add", addType).add("remove", FileAction.RemoveType),

@@ -50,7 +50,15 @@ private[deltareplay] class DistributedReplay(
 ) {
   private val reader = new LogReader(spark, segment, conf.log)
   private val paths = segment.paths
-  private lazy val frames = new LogFrames(spark, segment, reader, conf, needStats, statsParsed)
+  private lazy val frames = new LogFrames(
+    spark,
+    segment,
+    reader,
+    conf,
+    needStats,
+    statsParsed,
+    countOnly = typedStats.exists(_.countOnly)
+  )
 
   /**
    * The snapshot index of the segment's version on the driver: each replay task turns its live

@@ -19,7 +19,8 @@ import org.apache.spark.sql.types.{StringType, StructType}
  * are read as exactly the listed files, never following `ignoreCorruptFiles` / `ignoreMissingFiles`
  * (a skipped log file would be a silently wrong answer). With `statsParsed` (the entry's statistics
  * type, when they are wanted typed), the frames also carry [[FileEntry.StatsParsedColumn]]: a
- * checkpoint's `stats_parsed` aligned to it, else null.
+ * checkpoint's `stats_parsed` aligned to it, else null; `countOnly` (a count's entries,
+ * [[FileEntry.countOnly]]): only `stats_parsed.numRecords` is read, the rest aligns to null.
  */
 private[replay] final class LogFrames(
     spark: SparkSession,
@@ -27,7 +28,8 @@ private[replay] final class LogFrames(
     reader: LogReader,
     conf: ReplaySettings,
     needStats: Boolean,
-    statsParsed: Option[StructType]
+    statsParsed: Option[StructType],
+    countOnly: Boolean = false
 ) {
 
   /**
@@ -47,7 +49,8 @@ private[replay] final class LogFrames(
   lazy val (checkpointJson, checkpointByLayout) = {
     val (json, parquet) =
       (segment.checkpoint ++ reader.sidecars()).partition(_.getPath.getName.endsWith(".json"))
-    val byLayout = parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats))
+    val byLayout =
+      parquet.groupBy(f => CheckpointLayout.forFile(reader.footerFacts(f), needStats, countOnly))
     (json.filter(reader.jsonCheckpointHoldsFileActions), byLayout)
   }
 
