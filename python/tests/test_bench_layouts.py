@@ -31,7 +31,7 @@ from delta_replay.cli import build_parser
 from delta_replay.cli_support import UsageError
 from delta_replay.read import read
 
-FILES = 2000
+FILES = 1000
 # the warm-up table of a --quick run, made here so that the run below generates nothing
 WARM = SynthSpec(files=20, files_per_commit=10, data=True)
 
