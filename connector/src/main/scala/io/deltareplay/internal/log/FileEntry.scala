@@ -25,9 +25,10 @@ import org.apache.spark.sql.types._
  *
  * `countOnly`: the same layout with only `numRecords` read out of a statistics JSON (the token
  * reader of [[StatsFromJson]], the rest of the document skipped) and the other statistics null,
- * unknown; typed statistics of a checkpoint still come whole. For a `count(*)` answered from
- * statistics and nothing else: such entries never plan a scan nor enter the session's index cache
- * (a bound left null skips nothing, so they would be correct but slow).
+ * unknown; of a checkpoint's typed statistics only `numRecords` is read
+ * ([[CheckpointLayout.forFile]]). For a `count(*)` answered from statistics and nothing else: such
+ * entries never plan a scan nor enter the session's index cache (a bound left null skips nothing,
+ * so they would be correct but slow).
  */
 private[deltareplay] final case class FileEntry(
     tableSchema: StructType,

@@ -63,8 +63,10 @@ private[deltareplay] class DeltaReplayScanBuilder(
    * files they may match ([[ReadPolicy.narrowedIndex]]: a narrowed read, or one an earlier query
    * with the same filters kept) and the whole index is built in the background, as for a filtered
    * scan; a count of some partitions of a big table does not build the whole index in the
-   * foreground. The replay this needs (with statistics) is kept for the ordinary scan if the answer
-   * is no; a narrowed one is not (the scan narrows by its own filter).
+   * foreground. When every function is `count(*)`, with or without partition filters, that read is
+   * a count's ([[ReadPolicy.forCount]]: `numRecords` the only statistic read). The replay this
+   * needs (with statistics) is kept for the ordinary scan if the answer is no; a narrowed one is
+   * not (the scan narrows by its own filter), nor a count's.
    */
   override def pushAggregation(aggregation: Aggregation): Boolean = {
     if (!conf.metadataAggregates || filters.postScan.nonEmpty) return false
