@@ -50,16 +50,18 @@ private[deltareplay] final case class StatsFromJson(
 
   override protected def nullSafeEval(input: Any): Any = {
     val json = input.asInstanceOf[UTF8String]
-    lazy val last = StatsFromJson.last.get()
-    // the same document again (compared by its bytes: a reader may reuse its buffers)
     if (!remember) read(json)
-    else if (last.id == id && last.json != null && last.json == json) last.row
     else {
-      val out = read(json)
-      last.id = id
-      last.json = json.clone()
-      last.row = out
-      out
+      val last = StatsFromJson.last.get()
+      // the same document again (compared by its bytes: a reader may reuse its buffers)
+      if (last.id == id && last.json != null && last.json == json) last.row
+      else {
+        val out = read(json)
+        last.id = id
+        last.json = json.clone()
+        last.row = out
+        out
+      }
     }
   }
 
