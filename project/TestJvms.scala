@@ -20,11 +20,25 @@ object TestJvms {
    */
   val lanes: Int = sys.env.get("DELTAREPLAY_TEST_LANES").map(_.toInt).getOrElse(2)
 
+  /**
+   * The lane each JVM runs in when there are two ([[lanes]]): a tag per lane, each limited to one
+   * JVM at a time, so the pairs hold whichever group sbt starts first (with any other lane count no
+   * pairing: one lane runs all, or enough lanes run every group at once).
+   */
+  private val laneA = Tags.Tag("lane-a")
+  private val laneB = Tags.Tag("lane-b")
+  private val pairs: Map[String, Tags.Tag] =
+    if (lanes == 2)
+      Map("local-1" -> laneA, "small" -> laneA, "local-2" -> laneB, "cluster" -> laneB)
+    else Map.empty
+
   val concurrentRestrictions: Seq[Tags.Rule] = Seq(
     // (all tasks: at least one per lane, or the lanes past the core count would wait)
     Tags.limitAll(Seq(2, lanes, java.lang.Runtime.getRuntime.availableProcessors).max),
     Tags.limit(Tags.ForkedTestGroup, lanes),
-    Tags.exclusiveGroup(Tags.Clean)
+    Tags.exclusiveGroup(Tags.Clean),
+    Tags.limit(laneA, 1),
+    Tags.limit(laneB, 1)
   )
 
   /** JDK 17 module openings Spark needs (the same list Spark's launcher adds). */
@@ -51,11 +65,12 @@ object TestJvms {
   /**
    * The suites of the first `local[2]` JVM; the others share the second. Seconds per suite from the
    * JUnit reports of clean-clone runs (two JVMs at a time beside the Python side; expressions
-   * interpreted). sbt starts forked groups in no set order (clean-clone runs began with the two
-   * local JVMs, or with the small-heap and cluster ones), so the two local JVMs are kept about
-   * equally long (927 and 862 s of suites in the run of 2026-11-29 03:05, then ErrorsSuite's 32 s
-   * moved to `local-2`): whichever two start first, each lane then holds one local JVM and one of
-   * the two short ones (cluster about 390 s, small-heap about 90 s).
+   * interpreted). With two lanes each lane runs a fixed pair of JVMs ([[pairs]]): this one and the
+   * small-heap JVM, the second local one and the cluster one. In the run of 2026-12-04 23:22 the
+   * four groups held 873 (local-1), 751 (local-2), 312 (cluster) and 67 s (small heap) of suites,
+   * and sbt, which starts forked groups in no set order, paired local-1 with the cluster JVM: 1,185
+   * s on one lane, 817 on the other. ObjectStoreSuite (67 s) then moved here: about 1,000 s on each
+   * lane. (The lanes of other Spark lines run their few suites in the second local JVM alone.)
    */
   val firstLocalJvm: Set[String] = Set(
     "DifferentialSuite",
@@ -71,7 +86,8 @@ object TestJvms {
     "MetadataAggregatesSuite",
     "MetaCacheSuite",
     "TableChangesSuite",
-    "CommandMatrixSuite"
+    "CommandMatrixSuite",
+    "ObjectStoreSuite"
   )
 
   lazy val settings: Seq[Setting[_]] = Seq(
@@ -149,9 +165,11 @@ object TestJvms {
       val (cluster, rest) = tests.partition(_.name.endsWith("ClusterSuite"))
       val (small, local) = rest.partition(_.name.endsWith("SmallHeapSuite"))
       val (one, two) = local.partition(t => firstLocalJvm(t.name.split('.').last))
+      def group(name: String, lane: String, ts: Seq[TestDefinition], heap: Option[String]) =
+        Tests.Group(name, ts, jvm(name, heap), pairs.get(lane).map(_ -> 1).toSeq)
       Seq("local-1" -> one, "local-2" -> two, "cluster" -> cluster)
-        .collect { case (name, ts) if ts.nonEmpty => Tests.Group(name, ts, jvm(name, None)) } ++
-        small.map(t => Tests.Group(t.name, Seq(t), jvm(t.name, Some("-Xmx1g"))))
+        .collect { case (name, ts) if ts.nonEmpty => group(name, name, ts, None) } ++
+        small.map(t => group(t.name, "small", Seq(t), Some("-Xmx1g")))
     },
     // Forked JVMs run side by side (two at a time: concurrentRestrictions). A suite drives Spark
     // from one thread most of the time, so a second lane uses the second core.
