@@ -65,7 +65,9 @@ class FirstCountSuite extends AnyFunSuite with DeltaOracle {
         assert(!sm.replayMode.contains("numRecords"), sm)
         assert(sm.filesAfterSkipping < 10 && sm.liveFiles < 10, sm) // of about 50
         // the same count again: the files the first one read; after a commit, rolled forward
-        assert(count("")._2.contains("reused: v"), "count again")
+        val again = count("")._2
+        assert(again.contains("reused: v") && again.contains("read before with no filter"), again)
+        assert(!again.contains("filtered by the query"), again)
         rows(650, 660).write.format("delta").mode("append").save(path)
         val (_, rolled) = count(" WHERE p = 1")
         assert(rolled.contains("incremental (narrowed index of v"), rolled)

@@ -41,16 +41,23 @@ private[deltareplay] object ReplayPath {
     def describe: String = s"incremental (v$from + $commits commits)"
   }
 
-  /** A narrowed index of version `from` (the same filters) rolled forward by `commits` commits. */
-  final case class RolledNarrowed(from: Long, commits: Long) extends ReplayPath {
+  /**
+   * A narrowed index of version `from` (the same filters) rolled forward by `commits` commits;
+   * `filtered`: the read had filters (a count's read of the whole table has none).
+   */
+  final case class RolledNarrowed(from: Long, commits: Long, filtered: Boolean = true)
+      extends ReplayPath {
     def describe: String =
-      s"incremental (narrowed index of v$from, same filters, + $commits commits)"
+      s"incremental (narrowed index of v$from, ${if (filtered) "same filters" else "no filter"}" +
+        s", + $commits commits)"
   }
 
-  /** The narrowed index an earlier read of `version` with the same filters built. */
-  final case class Reused(version: Long) extends ReplayPath {
+  /** The narrowed index an earlier read of `version` with the same filters (or none) built. */
+  final case class Reused(version: Long, filtered: Boolean = true) extends ReplayPath {
     def describe: String =
-      s"reused: v$version read before with the same filters (checkpoint filtered by the query)"
+      if (filtered) {
+        s"reused: v$version read before with the same filters (checkpoint filtered by the query)"
+      } else s"reused: v$version read before with no filter"
   }
 
   /** Replayed on the driver, no Spark job. */

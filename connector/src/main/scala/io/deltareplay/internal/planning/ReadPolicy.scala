@@ -232,9 +232,13 @@ private[deltareplay] final case class ReadPolicy(
       val kept = if (conf.stateCache) NarrowedIndexes.get(this, filter, needStats) else None
       val result = kept match {
         case Some(k) =>
-          k.copy(mode = ReplayPath.Reused(snapshot.version), actionsReplayed = 0, replayTasks = 0)
+          k.copy(
+            mode = ReplayPath.Reused(snapshot.version, filtered = byQuery.filters),
+            actionsReplayed = 0,
+            replayTasks = 0
+          )
         case None =>
-          val r = rolledNarrowed(filter, needStats).getOrElse {
+          val r = rolledNarrowed(filter, needStats, byQuery.filters).getOrElse {
             if (commitsNarrowOnDriver) {
               Replay.narrowedOnDriver(
                 spark,
@@ -277,11 +281,16 @@ private[deltareplay] final case class ReadPolicy(
 
   /**
    * The narrowed index an earlier read of this table with the same filters kept, rolled forward by
-   * the commits since ([[Replay.roll]], as a cached whole index is): a dashboard query after each
-   * commit reads those commits, not the checkpoint again. None when none is kept, its entries have
-   * another layout (the metadata changed), or the commits in between are gone or too big.
+   * the commits since (`filtered`: the read has filters, as its description says) ([[Replay.roll]],
+   * as a cached whole index is): a dashboard query after each commit reads those commits, not the
+   * checkpoint again. None when none is kept, its entries have another layout (the metadata
+   * changed), or the commits in between are gone or too big.
    */
-  private def rolledNarrowed(filter: FileFilter, needStats: Boolean): Option[ReplayResult] =
+  private def rolledNarrowed(
+      filter: FileFilter,
+      needStats: Boolean,
+      filtered: Boolean
+  ): Option[ReplayResult] =
     if (!conf.stateCache) None
     else
       NarrowedIndexes
@@ -296,7 +305,8 @@ private[deltareplay] final case class ReadPolicy(
             kept.index
           )
           Replay.roll(spark, segment, conf.replay, entry, cached).map { r =>
-            r.copy(mode = ReplayPath.RolledNarrowed(from, segment.version - from), narrowed = true)
+            val mode = ReplayPath.RolledNarrowed(from, segment.version - from, filtered)
+            r.copy(mode = mode, narrowed = true)
           }
         }
 
