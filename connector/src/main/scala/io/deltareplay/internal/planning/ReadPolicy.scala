@@ -281,10 +281,10 @@ private[deltareplay] final case class ReadPolicy(
 
   /**
    * The narrowed index an earlier read of this table with the same filters kept, rolled forward by
-   * the commits since (`filtered`: the read has filters, as its description says) ([[Replay.roll]],
-   * as a cached whole index is): a dashboard query after each commit reads those commits, not the
-   * checkpoint again. None when none is kept, its entries have another layout (the metadata
-   * changed), or the commits in between are gone or too big.
+   * the commits since ([[Replay.roll]], as a cached whole index is): a dashboard query after each
+   * commit reads those commits, not the checkpoint again. None when none is kept, its entries have
+   * another layout (the metadata changed), or the commits in between are gone or too big.
+   * `filtered`: the read has filters (its description says "same filters", else "no filter").
    */
   private def rolledNarrowed(
       filter: FileFilter,
