@@ -68,10 +68,10 @@ object TestJvms {
    * interpreted). With two lanes each lane runs a fixed pair of JVMs ([[pairs]]): this one and the
    * small-heap JVM, the second local one and the cluster one, so that sbt, which starts forked
    * groups in no set order, cannot pair the longer local JVM with the cluster one (as in the run of
-   * 2026-12-04 23:22: 1,185 s of suites on one lane, 817 on the other). In the first paired run (2026-12-05 00:44, with
-   * ObjectStoreSuite moved here for a while) the lanes held 1,198 and 1,021 s, and the whole run
-   * was no shorter: it is CPU-bound, so the pairs fix the order, not the time. ObjectStoreSuite is
-   * back in `local-2`.
+   * 2026-12-04 23:22: 1,185 s of suites on one lane, 817 on the other). In the first paired run
+   * (2026-12-05 00:44, with ObjectStoreSuite moved here for a while) the lanes held 1,198 and 1,021
+   * s, and the whole run was no shorter: it is CPU-bound, so the pairs fix the order, not the time.
+   * ObjectStoreSuite is back in `local-2`.
    */
   val firstLocalJvm: Set[String] = Set(
     "DifferentialSuite",
