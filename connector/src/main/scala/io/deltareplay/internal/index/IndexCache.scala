@@ -3,7 +3,7 @@ package io.deltareplay.internal.index
 import scala.jdk.CollectionConverters._
 
 import io.deltareplay.internal.log.LogFiles.Commit
-import io.deltareplay.internal.log.{LogFiles, LogSegment}
+import io.deltareplay.internal.log.{CommitTexts, LogFiles, LogSegment}
 import io.deltareplay.internal.session.SessionState
 import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.SparkSession
@@ -120,6 +120,7 @@ private[deltareplay] object IndexCache {
         c.entries.put(entry.tableUri, entry)
         c.bytes += entry.bytes
         NarrowedIndexes.dropTable(spark, entry.tableUri, entry.withStats)
+        CommitTexts.dropUpTo(spark, entry.tableUri, entry.version)
         def executorIndexes =
           c.entries.values().iterator().asScala.count(_.index.livesIn(Home.Executors))
         val it = c.entries.values().iterator()

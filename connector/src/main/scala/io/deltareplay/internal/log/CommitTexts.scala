@@ -1,7 +1,7 @@
 package io.deltareplay.internal.log
 
 import io.deltareplay.internal.session.{BoundedLru, SessionState}
-import org.apache.hadoop.fs.FileStatus
+import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.SparkSession
 
 /**
@@ -16,8 +16,9 @@ import org.apache.spark.sql.SparkSession
  * table deleted and written again at the same path writes new files, which miss.
  *
  * Only small files are kept ([[MaxFileBytes]]), within [[MaxBytes]] per session, least recently
- * read out first. `spark.deltareplay.replay.stateCache.enabled=false` turns it off with the other
- * caches.
+ * read out first, and a table's commits up to a version are dropped once an index of that version
+ * is cached ([[dropUpTo]]). `spark.deltareplay.replay.stateCache.enabled=false` turns it off with
+ * the other caches.
  */
 private[deltareplay] object CommitTexts {
 
@@ -32,6 +33,28 @@ private[deltareplay] object CommitTexts {
     () => new BoundedLru[MetaCache.FileId, Array[Byte]](Int.MaxValue, MaxBytes, _.length),
     size = _.size.toLong
   )
+
+  /**
+   * Drops the kept commits of the table at `tableRoot` (a qualified URI, as [[TablePaths]] has it)
+   * up to `version`. Called when an index of that version is cached: the reads after it roll that
+   * index forward by newer commits only, so the older ones would only hold heap (a whole table's
+   * tail: 19.6 MB at 1M files, the tail's eleven commits). A read that needs one again (a cold
+   * replay after the index is evicted, a stream behind the table) reads it from storage.
+   */
+  def dropUpTo(spark: SparkSession, tableRoot: String, version: Long): Unit = {
+    val log = new Path(new Path(new java.net.URI(tableRoot)), "_delta_log")
+    cacheOf(spark).removeKeys { id =>
+      val file = new Path(id.path)
+      LogFiles.parse(file.getName).exists {
+        case LogFiles.Commit(v) => v <= version && file.getParent == log
+        case _ => false
+      }
+    }
+  }
+
+  /** The paths of the commit files kept for `spark` (tests). */
+  private[deltareplay] def keptPaths(spark: SparkSession): Seq[String] =
+    cacheOf(spark).entries.map(_._1.path)
 
   /**
    * The bytes of `file`: kept ones, or `read()` (kept when small enough and caching is on). While

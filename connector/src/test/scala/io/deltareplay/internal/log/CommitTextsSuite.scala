@@ -69,6 +69,51 @@ class CommitTextsSuite extends AnyFunSuite with DeltaOracle {
     }
   }
 
+  test("a table's commits are dropped once an index of their version is cached, not another's") {
+    withTempDir { dir =>
+      def table(name: String): String = {
+        val path = new File(dir, name).getAbsolutePath
+        spark.range(0, 20).selectExpr("id", "id % 3 AS p").write.format("delta").save(path)
+        spark
+          .range(20, 30)
+          .selectExpr("id", "id % 3 AS p")
+          .write
+          .mode("append")
+          .format("delta")
+          .save(path)
+        path
+      }
+      val (a, b) = (table("a"), table("b"))
+      IndexCache.clear(spark)
+      def kept(path: String): Seq[String] =
+        CommitTexts.keptPaths(spark).filter(_.contains(s"${new File(path).getName}/_delta_log/"))
+      withConf("spark.deltareplay.replay.useChecksum" -> "false") {
+        // b's load reads its commits (protocol and metadata); no index of b is built
+        val notRead = ours(b)
+        assert(kept(b).size == 2, CommitTexts.keptPaths(spark))
+        // a read of a whole version caches its index (with statistics, which the filter needs):
+        // a's commits go, b's stay
+        assert(sorted(ours(a).where("p = 1")) === sorted(v1(a).where("p = 1")))
+        assert(IndexCache.usage(spark)._1 == 1)
+        assert(kept(a).isEmpty && kept(b).size == 2, CommitTexts.keptPaths(spark))
+        // a commit later, the roll-forward reads it (once: the suite's first test) and drops it
+        spark
+          .range(30, 35)
+          .selectExpr("id", "id % 3 AS p")
+          .write
+          .mode("append")
+          .format("delta")
+          .save(a)
+        val df = ours(a).where("p = 1")
+        assert(sorted(df) === sorted(v1(a).where("p = 1")))
+        assert(deltaReplayScans(df).head.metrics.replayMode.startsWith("incremental"))
+        assert(kept(a).isEmpty && kept(b).size == 2, CommitTexts.keptPaths(spark))
+        assert(sorted(notRead) === sorted(v1(b)))
+        assert(kept(b).isEmpty, CommitTexts.keptPaths(spark))
+      }
+    }
+  }
+
   /** Waits (up to 30 s) until `t` is blocked waiting, not running. */
   private def awaitBlocked(t: Thread): Unit = {
     import Thread.State._
