@@ -42,7 +42,7 @@ private[deltareplay] object CommitTexts {
    * replay after the index is evicted, a stream behind the table) reads it from storage.
    */
   def dropUpTo(spark: SparkSession, tableRoot: String, version: Long): Unit = {
-    val log = new Path(new Path(new java.net.URI(tableRoot)), "_delta_log")
+    val log = LogSegment.logDir(new Path(new java.net.URI(tableRoot)))
     cacheOf(spark).removeKeys { id =>
       val file = new Path(id.path)
       LogFiles.parse(file.getName).exists {

@@ -31,7 +31,7 @@ private[deltareplay] case class LogSegment(
     commits: Seq[FileStatus],
     checksum: Option[FileStatus] = None
 ) {
-  def logPath: Path = new Path(tablePath, "_delta_log")
+  def logPath: Path = LogSegment.logDir(tablePath)
   def checkpointBytes: Long = checkpoint.map(_.getLen).sum
   def commitBytes: Long = commits.map(_.getLen).sum
   def totalBytes: Long = checkpointBytes + commitBytes
@@ -59,6 +59,9 @@ private[deltareplay] case class LogSegment(
 
 private[deltareplay] object LogSegment {
 
+  /** The `_delta_log` directory of the table at `tablePath`. */
+  def logDir(tablePath: Path): Path = new Path(tablePath, "_delta_log")
+
   /** All that one listing of `_delta_log` tells: commit files and complete checkpoints. */
   case class Listing(
       tablePath: Path,
@@ -79,7 +82,7 @@ private[deltareplay] object LogSegment {
 
   /** Lists `_delta_log` once. Fails naming the table if it is not a Delta table. */
   def list(tablePath: Path, hadoopConf: Configuration): Listing =
-    listed(tablePath, hadoopConf, fs => fs.listStatus(new Path(tablePath, "_delta_log")).toSeq)
+    listed(tablePath, hadoopConf, fs => fs.listStatus(logDir(tablePath)).toSeq)
 
   /**
    * A listing of `_delta_log` from checkpoint version `checkpoint` on: that checkpoint, the commits
@@ -92,7 +95,7 @@ private[deltareplay] object LogSegment {
     // after the commit before it: the checkpoint's files sort after that name, as do its commit,
     // its checksum and every file of a later version
     val after = if (checkpoint == 0) "" else LogFiles.commitName(checkpoint - 1)
-    listed(tablePath, hadoopConf, fs => listAfter(fs, new Path(tablePath, "_delta_log"), after))
+    listed(tablePath, hadoopConf, fs => listAfter(fs, logDir(tablePath), after))
   }
 
   /**
@@ -104,7 +107,7 @@ private[deltareplay] object LogSegment {
       hadoopConf: Configuration,
       list: FileSystem => Seq[FileStatus]
   ): Listing = {
-    val fs = new Path(tablePath, "_delta_log").getFileSystem(hadoopConf)
+    val fs = logDir(tablePath).getFileSystem(hadoopConf)
     val statuses =
       try list(fs)
       catch {
