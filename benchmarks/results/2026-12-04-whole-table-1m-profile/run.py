@@ -2,7 +2,8 @@
 
 python run.py READER MEASURE TABLE [--jfr FILE] [--jar JAR]
 
-READER: ours | v1 ; MEASURE: agg (SELECT count(*), max(id)) | plan (df.inputFiles())
+READER: ours | v1 ; MEASURE: agg (SELECT count(*), max(id)) | count (SELECT count(*)) |
+first (the rows WHERE id < 0) | plan (every split planned)
 Prints one RESULT json line.
 """
 
@@ -208,6 +209,11 @@ if measure in ("agg", "count"):
     )
     rows = q.collect()
     res["answer"] = [list(r) for r in rows]
+    qdf = q
+elif measure == "first":
+    # the first filtered query: statistics skip every file
+    q = df.where("id < 0")
+    res["answer"] = [list(r) for r in q.collect()]
     qdf = q
 else:
     from delta_replay_bench.replay.jvm import force_splits

@@ -7,6 +7,7 @@ import io.deltareplay.internal.log.LogSegment
 import org.apache.spark.FutureAction
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.deltareplay.SparkBridge
 
 /**
  * The index chunks of `rdd`'s partitions, collected to the driver by a job started at once; past
@@ -26,7 +27,7 @@ private[replay] final class ChunkJob(
 
   job = spark.sparkContext.submitJob[EntryChunk, Array[EntryChunk], Unit](
     rdd,
-    (chunks: Iterator[EntryChunk]) => chunks.toArray,
+    (chunks: Iterator[EntryChunk]) => SparkBridge.withTaskConf(chunks.toArray),
     parts.indices,
     (i: Int, chunks: Array[EntryChunk]) => {
       parts(i) = chunks

@@ -2,7 +2,8 @@ package io.deltareplay.internal.log
 
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, JsonToStructs}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, JsonToStructs, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.codegen.GenerateUnsafeProjection
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
@@ -30,6 +31,28 @@ class StatsJsonToStructSuite extends AnyFunSuite {
       assert(read.count(r => r != null && !r.isNullAt(0)) >= 8)
       assert(read.count(r => r == null || r.isNullAt(0)) >= 3)
     }
+  }
+
+  test("generated code reads every document as the interpreted expression does") {
+    // the projection's input an UnsafeRow, as a scan gives it; both expressions of the index
+    val stats = StatsJsonToStruct(input, Schema, "UTC")
+    val counts = StatsFromJson(input, Seq(Seq("numRecords")), Seq(LongType), "UTC")
+    val generated = GenerateUnsafeProjection.generate(Seq(stats, counts))
+    val toUnsafe = UnsafeProjection.create(Array[DataType](StringType))
+    val countType = counts.dataType
+    def both(r: InternalRow) =
+      (
+        scala(r.get(0, Schema)),
+        CatalystTypeConverters.convertToScala(r.get(1, countType), countType)
+      )
+    for (doc <- Documents :+ null) {
+      val row = toUnsafe(InternalRow(if (doc == null) null else UTF8String.fromString(doc)))
+      val interpreted = both(InternalRow(stats.eval(row), counts.eval(row)))
+      assert(both(generated(row)) == interpreted, s"document $doc")
+    }
+    // not vacuous: the counts of most documents are read
+    val read = Documents.map(d => counts.eval(InternalRow(UTF8String.fromString(d))))
+    assert(read.count(r => r != null && !r.asInstanceOf[InternalRow].isNullAt(0)) >= 8)
   }
 
   private def scala(v: Any): Row =

@@ -16,6 +16,7 @@ import org.apache.spark.sql.execution.datasources.{
   HadoopFsRelation,
   PartitionDirectory
 }
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.{StringType, StructType}
 
@@ -86,6 +87,18 @@ object SparkBridge {
       rdd: org.apache.spark.rdd.RDD[T]
   )(f: Iterator[T] => Iterator[U]): org.apache.spark.rdd.RDD[U] =
     rdd.mapPartitionsInternal(f)
+
+  /**
+   * Runs `f` with one read-only SQL conf of the running task answering every `SQLConf.get` in it
+   * (no task: `f` alone). In a task Spark makes a new conf for each such call, parsing the task's
+   * properties again, and Spark 4.2 calls it for each typed value an interpreted expression reads
+   * from an `UnsafeRow` (`PhysicalDataType`): about a tenth of a checkpoint's index task
+   * (benchmarks/results/2026-12-05-task-conf.notes.md). Spark wraps its own SQL RDDs' iterator
+   * creation, not their iteration, the same way (`SQLExecutionRDD`).
+   */
+  def withTaskConf[T](f: => T): T =
+    // in a task, SQLConf.get is the conf already set for the thread, else a new one of the task
+    if (TaskContext.get() == null) f else SQLConf.withExistingConf(SQLConf.get)(f)
 
   /** A Catalyst expression as a DataFrame column. */
   def column(e: Expression): Column = ExpressionUtils.column(e)
