@@ -115,6 +115,18 @@ lazy val connector = (project in file("connector"))
       Seq(out)
     }.taskValue,
     TestJvms.settings,
+    // The lanes of `./dev test` on the other lines (docs/development.md, "Spark lines"): only the
+    // lane's suites run (the differential folder compiled for one of them holds others:
+    // SparkLines.laneRuns), in one JVM per line: one session start, and the whole run is CPU-bound
+    // (two JVMs a line, one running the differential: 6 min 15 s of CPU for both lanes, one JVM: 5
+    // min 17 s, 2026-12-05)
+    Test / testOptions ++= (if (sparkLine == defaultSparkLine || SparkLines.allTests) Nil
+                            else Seq(Tests.Filter(SparkLines.laneRuns))),
+    Test / testGrouping := {
+      val groups = (Test / testGrouping).value
+      if (sparkLine == defaultSparkLine || SparkLines.allTests) groups
+      else Seq(Tests.Group("lane", groups.flatMap(_.tests), groups.head.runPolicy))
+    },
     publishMavenStyle := true,
     Compile / packageDoc / publishArtifact := false,
     pomIncludeRepository := (_ => false)

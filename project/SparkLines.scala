@@ -25,29 +25,45 @@ object SparkLines {
   /**
    * The suites the lanes of `./dev test` run on the lines besides the default: the API that differs
    * between lines (streaming relations, DataSourceV2Relation, routed reads and streams, filter
-   * pushdown: RoutingSuite), the wiring (WiringSuite) and the statistics parser built on Spark's
-   * internal JSON classes, held to from_json's answers (internal/log/StatsJsonToStructSuite). Paths
-   * under the test tree's io/deltareplay, without ".scala".
+   * pushdown: RoutingSuite), the wiring (WiringSuite), the statistics parser built on Spark's
+   * internal JSON classes, held to from_json's answers (internal/log/StatsJsonToStructSuite), and
+   * the oracle on generated tables (differential/DifferentialSuite: the first short-run table, its
+   * history read after every step by V1 and by this connector in each mode, and a stream of it
+   * beside DeltaSource). Paths under the test tree's io/deltareplay, without ".scala".
    */
-  val laneSuites: Seq[String] =
-    Seq("RoutingSuite", "WiringSuite", "internal/log/StatsJsonToStructSuite")
+  val laneSuites: Seq[String] = Seq(
+    "RoutingSuite",
+    "WiringSuite",
+    "internal/log/StatsJsonToStructSuite",
+    "differential/DifferentialSuite"
+  )
+
+  /** Folders under io/deltareplay whose files a lane compiles with its suites (their helpers). */
+  private val laneHelpers: Seq[String] = Seq("test", "differential")
+
+  /** Whether a lane runs the suite of this class name (others compiled beside them do not run). */
+  def laneRuns(className: String): Boolean =
+    laneSuites.exists(s => className.split('.').last == s.split('/').last)
 
   /**
-   * The test sources a lane compiles: its suites, the shared helpers (package
-   * `io.deltareplay.test`) and anything outside the common tree (the line's own test sources), not
-   * the 50-odd other suites: compiling those for each line cost the lanes a minute of CPU apiece.
+   * The test sources a lane compiles: its suites, the folders of their helpers ([[laneHelpers]])
+   * and anything outside the common tree (the line's own test sources), not the 50-odd other
+   * suites: compiling those for each line cost the lanes a minute of CPU apiece.
    * -Dspark.line.tests=all keeps them all (to run any suite on the line).
    */
   def laneSources(all: Seq[java.io.File], testRoot: java.io.File): Seq[java.io.File] =
-    if (sys.props.get("spark.line.tests").contains("all")) all
+    if (allTests) all
     else {
       val root = testRoot.toPath.resolve("io/deltareplay")
       all.filter { f =>
         val p = f.toPath
-        !p.startsWith(root) || p.startsWith(root.resolve("test")) ||
+        !p.startsWith(root) || laneHelpers.exists(h => p.startsWith(root.resolve(h))) ||
         laneSuites.exists(s => p == root.resolve(s + ".scala"))
       }
     }
+
+  /** -Dspark.line.tests=all: a lane compiles and may run every suite. */
+  def allTests: Boolean = sys.props.get("spark.line.tests").contains("all")
 
   /** The line of this sbt session: -Dspark.line, else DELTAREPLAY_SPARK, else `default`. */
   def current(default: SparkLine): SparkLine = {
