@@ -117,11 +117,14 @@ lazy val connector = (project in file("connector"))
     TestJvms.settings,
     // The lanes of `./dev test` on the other lines (docs/development.md, "Spark lines"): only the
     // lane's suites run (the differential folder compiled for one of them holds others:
-    // SparkLines.laneRuns), in one JVM per line: one session start, and the whole run is CPU-bound
-    // (two JVMs a line, one running the differential: 6 min 15 s of CPU for both lanes, one JVM: 5
-    // min 17 s, 2026-12-05)
-    Test / testOptions ++= (if (sparkLine == defaultSparkLine || SparkLines.allTests) Nil
-                            else Seq(Tests.Filter(SparkLines.laneRuns))),
+    // SparkLines.laneRuns; the default line skips the lanes' own, laneOnly), in one JVM per line:
+    // one session start, and the whole run is CPU-bound (two JVMs a line, one running the
+    // differential: 6 min 15 s of CPU for both lanes, one JVM: 5 min 17 s, 2026-12-05)
+    Test / testOptions += Tests.Filter { suite =>
+      if (SparkLines.allTests) true
+      else if (sparkLine == defaultSparkLine) !SparkLines.laneOnly(suite)
+      else SparkLines.laneRuns(suite)
+    },
     Test / testGrouping := {
       val groups = (Test / testGrouping).value
       if (sparkLine == defaultSparkLine || SparkLines.allTests) groups

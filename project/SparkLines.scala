@@ -27,15 +27,16 @@ object SparkLines {
    * between lines (streaming relations, DataSourceV2Relation, routed reads and streams, filter
    * pushdown: RoutingSuite), the wiring (WiringSuite), the statistics parser built on Spark's
    * internal JSON classes, held to from_json's answers (internal/log/StatsJsonToStructSuite), and
-   * the oracle on generated tables (differential/DifferentialSuite: the first short-run table, its
-   * history read after every step by V1 and by this connector in each mode, and a stream of it
-   * beside DeltaSource). Paths under the test tree's io/deltareplay, without ".scala".
+   * the oracle on a generated table (differential/DifferentialLineSuite, defined in the folder's
+   * DifferentialSuite.scala: its history read after every step by V1 and by this connector, and a
+   * stream of it beside DeltaSource). Paths under the test tree's io/deltareplay, without ".scala"
+   * (the last part names the suite's class).
    */
   val laneSuites: Seq[String] = Seq(
     "RoutingSuite",
     "WiringSuite",
     "internal/log/StatsJsonToStructSuite",
-    "differential/DifferentialSuite"
+    "differential/DifferentialLineSuite"
   )
 
   /** Folders under io/deltareplay whose files a lane compiles with its suites (their helpers). */
@@ -44,6 +45,9 @@ object SparkLines {
   /** Whether a lane runs the suite of this class name (others compiled beside them do not run). */
   def laneRuns(className: String): Boolean =
     laneSuites.exists(s => className.split('.').last == s.split('/').last)
+
+  /** Suites that run on the lanes only, not on the default line (unless -Dspark.line.tests=all). */
+  def laneOnly(className: String): Boolean = className.split('.').last == "DifferentialLineSuite"
 
   /**
    * The test sources a lane compiles: its suites, the folders of their helpers ([[laneHelpers]])

@@ -106,6 +106,31 @@ object ShortRun {
       stream = true
     )
   )
+
+  /**
+   * The table of the lanes on the other Spark lines ([[DifferentialLineSuite]]): the reads that
+   * differ between Spark versions (column mapping by name across a rename, deletion vectors, a
+   * nested column, string and date partitions, a stream) over a shorter history than [[first]]'s,
+   * whose writes took most of a lane's time (73 of 95 s in a clean-clone run).
+   */
+  val line: Seq[Profile] = Seq(
+    Profile(
+      20261205L,
+      Shape(
+        columnMapping = "name",
+        deletionVectors = true,
+        quotedNames = false,
+        nested = true,
+        partitions = Seq(String_, Date_),
+        generatedPartition = false,
+        statsJsonOnly = false,
+        timeZone = "America/Los_Angeles",
+        steps = 1,
+        include = Seq(Feature.Rename, Feature.Merge)
+      ),
+      stream = true
+    )
+  )
 }
 
 class DifferentialSuite extends DifferentialRun(ShortRun.first) {
@@ -116,6 +141,13 @@ class DifferentialSuite extends DifferentialRun(ShortRun.first) {
 }
 
 class DifferentialSecondSuite extends DifferentialRun(ShortRun.second)
+
+/**
+ * The differential on the Spark 4.0 and 4.1 lanes of `./dev test` (project/SparkLines.scala): not
+ * run on the default line, whose short run has the heavier tables above (build.sbt;
+ * `-Dspark.line.tests=all` runs it there too).
+ */
+class DifferentialLineSuite extends DifferentialRun(ShortRun.line)
 
 /**
  * The differential test against delta-spark V1 (see [[Differential]]). By default the short run of
