@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The cluster check of test_standalone (scripts/cluster_check.py) on another Spark line, by hand:
+# `spark-submit --packages` of that line's published artifact (delta-replay-spark_<LINE>_2.13,
+# with delta-spark_<LINE>_2.13 as its dependency) to a standalone master and two workers started
+# from that line's pyspark. `./dev test` runs the check on 4.2 (test_standalone); on 4.0 and 4.1
+# it needs a venv of the line and about three minutes, which the test run has no room for.
+#
+#   scripts/line_cluster_check.sh LINE [WORKDIR]   LINE: 4.0, 4.1 or 4.2
+#
+# Needs `./dev build` (it publishes each line's jar to the local Maven repository). The line's
+# venv is made on first use under ~/.cache/delta-replay/venvs/spark-LINE (as `bench ... --spark
+# LINE` makes it); the TPC-H SF 0.01 tables are written once under WORKDIR (default
+# build/line-cluster-check) by that line's delta-spark. Prints the check's lines; exits non-zero on
+# a difference or a failure.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+line="${1:?usage: scripts/line_cluster_check.sh LINE [WORKDIR]}"
+work="${2:-$root/build/line-cluster-check}"
+main_py="$root/.venv/bin/python"
+[ -x "$main_py" ] || { echo "no $main_py: run ./dev bootstrap" >&2; exit 2; }
+
+# (making the venv prints progress lines first: the path is the last line)
+python="$("$main_py" -c "
+import sys
+from delta_replay_bench.spark_lines import line_python
+print(line_python(sys.argv[1]))" "$line" | tail -n 1)"
+spark_home="$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+pyspark_version="$("$python" -c 'import pyspark; print(pyspark.__version__)')"
+read -r artifact version < <("$python" -c "
+from delta_replay.versions import CONNECTOR_VERSION, connector_artifact
+import sys
+print(connector_artifact(sys.argv[1]), CONNECTOR_VERSION)" "$line")
+published="$HOME/.m2/repository/io/deltareplay/$artifact/$version"
+[ -d "$published" ] || { echo "no published $artifact in $published: run ./dev build" >&2; exit 2; }
+echo "[line-cluster-check] Spark $line: pyspark $pyspark_version, --packages io.deltareplay:$artifact:$version"
+
+export SPARK_HOME="$spark_home" SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON="$python"
+mkdir -p "$work/spark-$line"
+tables="$work/spark-$line/tpch"
+manifest="$("$python" -m delta_replay_bench.tpch.data --sf 0.01 --cache "$tables" --driver-memory 1g |
+  sed -n 's/^MANIFEST //p')"
+lineitem="$(printf '%s' "$manifest" | "$python" -c 'import json, sys; print(json.load(sys.stdin)["tables"]["lineitem"]["path"])')"
+
+instance="$work/spark-$line/cluster"
+master="$("$root/scripts/standalone.sh" start "$instance" | tr ' ' '\n' | sed -n 's/^master=//p')"
+trap '"$root/scripts/standalone.sh" stop "$instance" >/dev/null || true' EXIT
+check_dir="$work/spark-$line/check"
+rm -rf "$check_dir" && mkdir -p "$check_dir"
+"$spark_home/bin/spark-submit" \
+  --master "$master" \
+  --packages "io.deltareplay:$artifact:$version" \
+  --conf "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension,io.deltareplay.DeltaReplayExtension" \
+  --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
+  --conf spark.ui.enabled=false \
+  --conf spark.executor.memory=1g \
+  --conf spark.sql.shuffle.partitions=4 \
+  --driver-java-options -XX:TieredStopAtLevel=1 \
+  --conf spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 \
+  "$root/scripts/cluster_check.py" "$check_dir" "$lineitem" 2> "$work/spark-$line/submit.log" |
+  grep '^cluster check'
