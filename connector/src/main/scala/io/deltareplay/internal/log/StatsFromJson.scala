@@ -9,7 +9,6 @@ import org.apache.spark.sql.catalyst.expressions.{
   NonSQLExpression,
   UnaryExpression
 }
-import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
 import org.apache.spark.sql.types.{DataType, StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -33,6 +32,7 @@ private[deltareplay] final case class StatsFromJson(
     id: Long = StatsFromJson.nextId(),
     remember: Boolean = true
 ) extends UnaryExpression
+    with EvalInGeneratedCode
     with NonSQLExpression {
 
   override def dataType: StructType =
@@ -68,22 +68,6 @@ private[deltareplay] final case class StatsFromJson(
     val out = new GenericInternalRow(paths.size)
     if (!reader.read(json, out)) paths.indices.foreach(out.setNullAt)
     out
-  }
-
-  /** [[nullSafeEval]] of a document (the generated code's call). */
-  def fromJson(json: UTF8String): Any = nullSafeEval(json)
-
-  // Generated code reads the document with the row's typed getter and calls [[fromJson]]: with an
-  // interpreted child (CodegenFallback), each row's `UnsafeRow.get(i, StringType)` made Spark 4.2
-  // build a SQL conf of the task (benchmarks/results/2026-12-05-task-conf.notes.md).
-  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
-    val self = ctx.addReferenceObj("statsFromJson", this)
-    nullSafeCodeGen(
-      ctx,
-      ev,
-      json =>
-        s"${ev.value} = (InternalRow) $self.fromJson($json);\n${ev.isNull} = ${ev.value} == null;"
-    )
   }
 
   override protected def withNewChildInternal(newChild: Expression): StatsFromJson =

@@ -3,7 +3,6 @@ package io.deltareplay.internal.log
 import com.fasterxml.jackson.core.{JsonFactory, JsonParser}
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.expressions.{Expression, NonSQLExpression, UnaryExpression}
-import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
 import org.apache.spark.sql.catalyst.json.{JSONOptions, JacksonParser}
 import org.apache.spark.sql.catalyst.util.FailureSafeParser
 import org.apache.spark.sql.internal.SQLConf
@@ -25,6 +24,7 @@ private[deltareplay] final case class StatsJsonToStruct(
     schema: StructType,
     timeZone: String
 ) extends UnaryExpression
+    with EvalInGeneratedCode
     with NonSQLExpression {
 
   private val target = SparkBridge.asNullable(schema)
@@ -59,22 +59,6 @@ private[deltareplay] final case class StatsJsonToStruct(
       val rows = parser.parse(json)
       if (rows.hasNext) rows.next() else null
     }
-  }
-
-  /** [[nullSafeEval]] of a document (the generated code's call). */
-  def fromJson(json: UTF8String): Any = nullSafeEval(json)
-
-  // Generated code reads the document with the row's typed getter and calls [[fromJson]]: with an
-  // interpreted child (CodegenFallback), each row's `UnsafeRow.get(i, StringType)` made Spark 4.2
-  // build a SQL conf of the task (benchmarks/results/2026-12-05-task-conf.notes.md).
-  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
-    val self = ctx.addReferenceObj("statsJsonToStruct", this)
-    nullSafeCodeGen(
-      ctx,
-      ev,
-      json =>
-        s"${ev.value} = (InternalRow) $self.fromJson($json);\n${ev.isNull} = ${ev.value} == null;"
-    )
   }
 
   override protected def withNewChildInternal(newChild: Expression): StatsJsonToStruct =
