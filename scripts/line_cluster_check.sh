@@ -26,10 +26,11 @@ from delta_replay_bench.spark_lines import line_python
 print(line_python(sys.argv[1]))" "$line" | tail -n 1)"
 spark_home="$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 pyspark_version="$("$python" -c 'import pyspark; print(pyspark.__version__)')"
-read -r artifact version < <("$python" -c "
+read -r artifact version extensions < <("$python" -c "
+from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
 from delta_replay.versions import CONNECTOR_VERSION, connector_artifact
 import sys
-print(connector_artifact(sys.argv[1]), CONNECTOR_VERSION)" "$line")
+print(connector_artifact(sys.argv[1]), CONNECTOR_VERSION, f'{DELTA_EXTENSION},{REPLAY_EXTENSION}')" "$line")
 published="$HOME/.m2/repository/io/deltareplay/$artifact/$version"
 [ -d "$published" ] || { echo "no published $artifact in $published: run ./dev build" >&2; exit 2; }
 echo "[line-cluster-check] Spark $line: pyspark $pyspark_version, --packages io.deltareplay:$artifact:$version"
@@ -49,7 +50,7 @@ rm -rf "$check_dir" && mkdir -p "$check_dir"
 "$spark_home/bin/spark-submit" \
   --master "$master" \
   --packages "io.deltareplay:$artifact:$version" \
-  --conf "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension,io.deltareplay.DeltaReplayExtension" \
+  --conf "spark.sql.extensions=$extensions" \
   --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
   --conf spark.ui.enabled=false \
   --conf spark.executor.memory=1g \
