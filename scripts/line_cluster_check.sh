@@ -3,7 +3,8 @@
 # `spark-submit --packages` of that line's published artifact (delta-replay-spark_<LINE>_2.13,
 # with delta-spark_<LINE>_2.13 as its dependency) to a standalone master and two workers started
 # from that line's pyspark. `./dev test` runs the check on 4.2 (test_standalone); on 4.0 and 4.1
-# it needs a venv of the line and about three minutes, which the test run has no room for.
+# it needs a venv of the line and about two minutes (1 min 34 s with the tables written), which
+# the test run has no room for.
 #
 #   scripts/line_cluster_check.sh LINE [WORKDIR]   LINE: 4.0, 4.1 or 4.2
 #
@@ -26,14 +27,13 @@ from delta_replay_bench.spark_lines import line_python
 print(line_python(sys.argv[1]))" "$line" | tail -n 1)"
 spark_home="$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 pyspark_version="$("$python" -c 'import pyspark; print(pyspark.__version__)')"
-read -r artifact version extensions < <("$python" -c "
-from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
-from delta_replay.versions import CONNECTOR_VERSION, connector_artifact
+coordinate="$("$python" -c "
 import sys
-print(connector_artifact(sys.argv[1]), CONNECTOR_VERSION, f'{DELTA_EXTENSION},{REPLAY_EXTENSION}')" "$line")
-published="$HOME/.m2/repository/io/deltareplay/$artifact/$version"
-[ -d "$published" ] || { echo "no published $artifact in $published: run ./dev build" >&2; exit 2; }
-echo "[line-cluster-check] Spark $line: pyspark $pyspark_version, --packages io.deltareplay:$artifact:$version"
+from delta_replay_bench.cluster import package, published
+if not published(sys.argv[1]).is_dir():
+    sys.exit(f'no published connector in {published(sys.argv[1])}: run ./dev build')
+print(package(sys.argv[1]))" "$line")"
+echo "[line-cluster-check] Spark $line: pyspark $pyspark_version, --packages $coordinate"
 
 export SPARK_HOME="$spark_home" SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON="$python"
 mkdir -p "$work/spark-$line"
@@ -47,15 +47,7 @@ master="$("$root/scripts/standalone.sh" start "$instance" | tr ' ' '\n' | sed -n
 trap '"$root/scripts/standalone.sh" stop "$instance" >/dev/null || true' EXIT
 check_dir="$work/spark-$line/check"
 rm -rf "$check_dir" && mkdir -p "$check_dir"
-"$spark_home/bin/spark-submit" \
-  --master "$master" \
-  --packages "io.deltareplay:$artifact:$version" \
-  --conf "spark.sql.extensions=$extensions" \
-  --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
-  --conf spark.ui.enabled=false \
-  --conf spark.executor.memory=1g \
-  --conf spark.sql.shuffle.partitions=4 \
-  --driver-java-options -XX:TieredStopAtLevel=1 \
-  --conf spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 \
-  "$root/scripts/cluster_check.py" "$check_dir" "$lineitem" 2> "$work/spark-$line/submit.log" |
-  grep '^cluster check'
+# the command test_standalone submits (delta_replay_bench.cluster), with this line's artifact
+mapfile -d '' submit < <("$python" -m delta_replay_bench.cluster "$spark_home" "$master" "$line" \
+  "$check_dir" "$lineitem")
+"${submit[@]}" 2> "$work/spark-$line/submit.log" | grep '^cluster check'

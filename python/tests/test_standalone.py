@@ -6,7 +6,9 @@ where ``./dev build`` publishes it, with delta-spark as its dependency; the work
 application's executors as JVMs of their own. ``scripts/cluster_check.py`` then compares,
 against delta-spark V1 on the same tables: a batch read replayed and planned on the
 executors, a stream's initial snapshot, and TPC-H query 1 on ``bench tpch``'s SF 0.01
-``lineitem`` (the session's, shared with test_bench_tpch).
+``lineitem`` (the session's, shared with test_bench_tpch). The command, with its test-sized
+settings, is ``delta_replay_bench.cluster``'s (scripts/line_cluster_check.sh submits the same on
+another Spark line).
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
-from delta_replay.versions import CONNECTOR_ARTIFACT, CONNECTOR_VERSION
+from delta_replay.versions import SPARK_LINE
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -56,38 +57,15 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_cluster_answers_equal_v1(
     master: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path
 ) -> None:
+    from delta_replay_bench.cluster import published, submit_command
     from delta_replay_bench.tpch.data import ensure_tables, tpchgen
 
     tpchgen()  # tpchgen-cli comes with the bench extra, which ./dev installs
     lineitem = ensure_tables(spark, 0.01, tpch_cache)["tables"]["lineitem"]["path"]
-    m2 = Path.home() / ".m2" / "repository"
-    published = m2 / "io" / "deltareplay" / CONNECTOR_ARTIFACT / CONNECTOR_VERSION
-    assert published.is_dir(), f"no published connector in {published}: run ./dev build first"
-    submit = [
-        str(SPARK_HOME / "bin" / "spark-submit"),
-        "--master",
-        master,
-        "--packages",
-        f"io.deltareplay:{CONNECTOR_ARTIFACT}:{CONNECTOR_VERSION}",
-        "--conf",
-        f"spark.sql.extensions={DELTA_EXTENSION},{REPLAY_EXTENSION}",
-        "--conf",
-        "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.executor.memory=1g",
-        "--conf",
-        "spark.sql.shuffle.partitions=4",
-        # short runs: the client compiler only, as the other subprocess JVMs of the suites
-        "--driver-java-options",
-        "-XX:TieredStopAtLevel=1",
-        "--conf",
-        "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1",
-        str(ROOT / "scripts" / "cluster_check.py"),
-        str(tmp_path),
-        lineitem,
-    ]
+    assert published(SPARK_LINE).is_dir(), (
+        f"no published connector in {published(SPARK_LINE)}: run ./dev build first"
+    )
+    submit = submit_command(SPARK_HOME, master, SPARK_LINE, tmp_path, lineitem)
     run = subprocess.run(submit, capture_output=True, text=True, env=ENV, timeout=900)
     checks = [line for line in run.stdout.splitlines() if line.startswith("cluster check")]
     assert run.returncode == 0, "\n".join(checks) + "\n" + run.stderr[-4000:]
