@@ -41,6 +41,24 @@ object TestJvms {
     Tags.limit(laneB, 1)
   )
 
+  /**
+   * Ten times HotSpot's default thresholds for C2 (method calls, loop iterations, both), C1's
+   * unchanged. A test JVM runs thousands of small queries, each through a little of much code: its
+   * JIT compiles were the largest share of its CPU (the compiler threads: 44% of the CPU of its
+   * threads in a 146 s run of four suites, JFR), and most of them pay back only in a long run of
+   * the same code. Measured alone, the forked JVM with sbt around it (2026-12-05, user + sys):
+   * DifferentialSuite, CommandMatrixSuite and StreamingSuite 431 s with the defaults, 374 s at 3x,
+   * 342 s at 10x, 337 s at 30x, 434 s with C1 only (which wins on short runs: four lighter suites
+   * took 261 s with the defaults, 225 s at 3x, 207 s with C1 only). Local-cluster executors run C1
+   * only (SparkSessions.testJvmOptions).
+   */
+  val jitThresholds: Seq[String] = Seq(
+    "Tier4InvocationThreshold=50000",
+    "Tier4MinInvocationThreshold=6000",
+    "Tier4CompileThreshold=150000",
+    "Tier4BackEdgeThreshold=400000"
+  ).map("-XX:" + _)
+
   /** JDK 17 module openings Spark needs (the same list Spark's launcher adds). */
   val jdk17Opens: Seq[String] = Seq(
     "java.base/java.lang",
@@ -125,7 +143,7 @@ object TestJvms {
       s"-Dlog4j2.configurationFile=${(Test / resourceDirectory).value / "log4j2-test.properties"}",
       // the checkout, for suites that start a project script (scripts/s3proxy.sh) or read docs
       s"-Ddeltareplay.test.root=${(ThisBuild / baseDirectory).value.getAbsolutePath}"
-    ),
+    ) ++ jitThresholds,
     // Seeded property suites (DataSkippingSuite, BinnerSuite): DELTAREPLAY_TEST_SEED=N replays a
     // printed seed, DELTAREPLAY_TEST_TABLES=N widens DataSkippingSuite's run.
     Test / javaOptions ++= sys.env.toSeq.collect {

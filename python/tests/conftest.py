@@ -31,9 +31,22 @@ from delta_replay.versions import KAFKA_SQL_MAVEN
 # answers, without compiling code for each write, MERGE and small read; the test run is
 # CPU-bound. Unlike the Scala sessions these keep adaptive execution, Spark's default: the
 # workloads run as users run them (turning it off saved three workload modules 6%).
+#
+# C2 compiles a method after ten times HotSpot's default calls and loop iterations, as in the Scala
+# test JVMs (project/TestJvms.scala's jitThresholds, which says why): two modules alone, the
+# session JVM's CPU 161 and 183 s with the defaults, 150 and 154 s with these (2026-12-05).
+JIT_THRESHOLDS = " ".join(
+    f"-XX:{flag}"
+    for flag in (
+        "Tier4InvocationThreshold=50000",
+        "Tier4MinInvocationThreshold=6000",
+        "Tier4CompileThreshold=150000",
+        "Tier4BackEdgeThreshold=400000",
+    )
+)
 TEST_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC {JIT_THRESHOLDS}",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }

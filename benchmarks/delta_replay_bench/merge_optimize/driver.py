@@ -148,6 +148,8 @@ class Driver:
         self.attempts: list[Attempt] = []
         self.optimize_runs: list[dict[str, Any]] = []
         self.retries = {"merge": 0, "optimize": 0}
+        # conflicts not retried: an OPTIMIZE that conflicted as the run was stopping
+        self.given_up = {"merge": 0, "optimize": 0}
         self.backoff_s = {"merge": 0.0, "optimize": 0.0}
         self.waited_s = {"merge": 0.0, "optimize": 0.0}
         self.counts = {
@@ -199,6 +201,7 @@ class Driver:
             if tries == self.max_retries:
                 break
             if kind == "optimize" and self.threads_stop.is_set():
+                self.given_up[kind] += 1
                 return None
             pause = delay * (1 + self.rng.random())
             self.retries[kind] += 1

@@ -92,6 +92,7 @@ def summarise(
         },
         "conflict_types": dict(sorted(conflict_types.items())),
         "retries": dict(driver.retries),
+        "given_up": dict(driver.given_up),
         "wasted_s": {
             kind: round(sum(a.end - a.start for a in group if not a.ok), 2)
             for kind, group in (("merge", merges), ("optimize", optimizes))

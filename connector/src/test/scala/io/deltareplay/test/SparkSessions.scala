@@ -26,6 +26,7 @@ object SparkSessions {
       .config("spark.databricks.delta.snapshotPartitions", "2")
       .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
       .config(testDefaults)
+      .config(NoForkLocalFileSystem.sessionConf)
 
   /**
    * The test sessions' default: expressions evaluated by Spark's interpreted implementations, no
