@@ -7,8 +7,9 @@ installed pyspark's runs itself again in a venv of that line under
 ``~/.cache/delta-replay/venvs/spark-<line>``, made on first use: the newest pyspark of the line
 with delta-spark 4.4.1, and this checkout's two packages installed editable (their own
 dependencies with them, from the package index pip is configured with), so the run reads the
-same sources and the jars of ``python/delta_replay/jars``. Tables are the same files on every
-line: they are written by whichever process generates them.
+same sources and the jars of ``python/delta_replay/jars``; a venv made from another checkout (a
+clean clone's, say) is pointed at this one again first (its editable installs redone). Tables
+are the same files on every line: they are written by whichever process generates them.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def line_python(line: str, venvs: Path = VENVS) -> Path:
     python = root / "bin" / "python"
     stamp = root / ".delta-replay-ready"
     if stamp.is_file():
+        # (the stamp: the venv's pyspark version, then the checkout its editable installs are of)
+        version, _, made_from = stamp.read_text().partition("\n")
+        if made_from.strip() != str(CHECKOUT):
+            print(f"[spark {line}] pointing {root} at this checkout ({CHECKOUT})", flush=True)
+            editable = ["-e", str(CHECKOUT / "python"), "-e", str(CHECKOUT / "benchmarks")]
+            pip = [str(python), "-m", "pip", "install", "-q", "--no-deps", *editable]
+            subprocess.run(pip, check=True)
+            stamp.write_text(f"{version.strip()}\n{CHECKOUT}\n")
         return python
     print(
         f"[spark {line}] making a venv in {root} (first use: pip installs pyspark {line}.x, "
@@ -75,7 +84,7 @@ def line_python(line: str, venvs: Path = VENVS) -> Path:
     ).stdout.strip()
     if spark_line(version) != line:
         raise RuntimeError(f"the venv {root} got pyspark {version}, not Spark {line}")
-    stamp.write_text(version + "\n")
+    stamp.write_text(f"{version}\n{CHECKOUT}\n")
     print(f"[spark {line}] pyspark {version} ready", flush=True)
     return python
 

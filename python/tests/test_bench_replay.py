@@ -193,7 +193,9 @@ def test_quick_run_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     assert "vs delta-rs load + file list: n/a" not in text, text[-800:]
 
 
-def test_spark_option_picks_a_line_or_refuses(tmp_path: Path) -> None:
+def test_spark_option_picks_a_line_or_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--spark``: one of the lines the connector is built for; the installed line runs here,
     another re-runs the same command (less ``--spark``) in that line's venv."""
     from delta_replay_bench import spark_lines
@@ -216,11 +218,27 @@ def test_spark_option_picks_a_line_or_refuses(tmp_path: Path) -> None:
     assert spark_lines.pyspark_requirement("4.0") == "pyspark>=4.0.1,<4.1"
     argv = ["bench", "replay", "--quick", "--spark", "4.0", "--sizes=10", "--spark=4.1"]
     assert spark_lines.without_spark_option(argv) == ["bench", "replay", "--quick", "--sizes=10"]
-    # a venv already made is used as it is (its stamp), with no pip run
+    # a venv already made from this checkout is used as it is (its stamp), with no pip run; one
+    # made from another checkout gets this one's packages (editable) first
     ready = tmp_path / "spark-4.1"
     (ready / "bin").mkdir(parents=True)
-    (ready / ".delta-replay-ready").write_text("4.1.4\n")
+    stamp = ready / ".delta-replay-ready"
+    stamp.write_text(f"4.1.4\n{spark_lines.CHECKOUT}\n")
+    runs: list[list[str]] = []
+    monkeypatch.setattr(spark_lines.subprocess, "run", lambda cmd, **_: runs.append(cmd))
     assert spark_lines.line_python("4.1", venvs=tmp_path) == ready / "bin" / "python"
+    assert runs == []
+    stamp.write_text("4.1.4\n/elsewhere/checkout\n")
+    assert spark_lines.line_python("4.1", venvs=tmp_path) == ready / "bin" / "python"
+    [pip] = runs
+    assert pip[1:6] == ["-m", "pip", "install", "-q", "--no-deps"]
+    assert pip[6:] == [
+        "-e",
+        f"{spark_lines.CHECKOUT}/python",
+        "-e",
+        f"{spark_lines.CHECKOUT}/benchmarks",
+    ]
+    assert stamp.read_text() == f"4.1.4\n{spark_lines.CHECKOUT}\n"
 
 
 def test_merge_keeps_rows_not_measured_again() -> None:
