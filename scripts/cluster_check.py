@@ -12,10 +12,12 @@ table at the same version:
 - TPC-H query 1 (``bench tpch``'s text) on ``bench tpch``'s ``lineitem`` (range-clustered by
   ship date, deletion vectors, a checkpoint), with the replay forced onto the executors.
 
-Usage: spark-submit ... scripts/cluster_check.py DIR LINEITEM (DIR a directory every JVM of the
-cluster reaches, LINEITEM the Delta table ``bench tpch`` wrote, e.g. ``python -m
+Usage: spark-submit ... scripts/cluster_check.py DIR LINEITEM [--local] (DIR a directory every
+JVM of the cluster reaches, LINEITEM the Delta table ``bench tpch`` wrote, e.g. ``python -m
 delta_replay_bench.tpch.data --sf 0.01``). Prints one ``cluster check:`` line per check and exits
-non-zero on a difference.
+non-zero on a difference. ``--local``: the same checks with a ``local[N]`` master, whose tasks run
+in the driver's JVM (the smoke of another Spark line's artifact in ``./dev test``); without it a
+master other than ``spark://`` is refused.
 """
 
 from __future__ import annotations
@@ -87,12 +89,14 @@ def write_table(spark: SparkSession, path: str) -> None:
     spark.sql(f"UPDATE delta.`{path}` SET v = 'updated' WHERE id % 11 = 0")
 
 
-def main(root: str, lineitem: str) -> int:
+def main(root: str, lineitem: str, local: bool = False) -> int:
     spark = SparkSession.builder.getOrCreate()
     master = spark.sparkContext.master
-    if not master.startswith("spark://"):
-        raise SystemExit(f"cluster check: run on a standalone master, not {master}")
-    wait_for_executors(spark, 2)
+    if local != master.startswith("local"):
+        wanted = "a local[N] master (--local)" if local else "a standalone master"
+        raise SystemExit(f"cluster check: run on {wanted}, not {master}")
+    if not local:
+        wait_for_executors(spark, 2)
     table, sink, ckpt = (f"{root}/{name}" for name in ("t", "sink", "ckpt"))
     FORCED["planning.scratchDir"] = f"{root}/scratch"
     write_table(spark, table)
@@ -143,4 +147,6 @@ def main(root: str, lineitem: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    if len(sys.argv) not in (3, 4) or sys.argv[3:] not in ([], ["--local"]):
+        raise SystemExit("usage: cluster_check.py DIR LINEITEM [--local]")
+    sys.exit(main(sys.argv[1], sys.argv[2], local=sys.argv[3:] == ["--local"]))

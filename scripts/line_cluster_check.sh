@@ -2,9 +2,11 @@
 # The cluster check of test_standalone (scripts/cluster_check.py) on another Spark line, by hand:
 # `spark-submit --packages` of that line's published artifact (delta-replay-spark_<LINE>_2.13,
 # with delta-spark_<LINE>_2.13 as its dependency) to a standalone master and two workers started
-# from that line's pyspark. `./dev test` runs the check on 4.2 (test_standalone); on 4.0 and 4.1
-# it needs a venv of the line and about two minutes (1 min 34 s with the tables written), which
-# the test run has no room for.
+# from that line's pyspark. `./dev test` runs the check on a standalone cluster on 4.2 only
+# (test_standalone); on 4.0 and 4.1 it submits the same check with a local[2] master, one JVM per
+# line (test_packages_on_another_spark_line), as five JVMs a line do not fit its 25 minutes.
+# This script is the standalone-cluster check of a line, by hand (1 min 34 s with the tables
+# written).
 #
 #   scripts/line_cluster_check.sh LINE [WORKDIR]   LINE: 4.0, 4.1 or 4.2
 #

@@ -1,5 +1,7 @@
 """The ``spark-submit`` of the cluster check (``scripts/cluster_check.py``), one for every caller:
-test_standalone on the installed Spark line, ``scripts/line_cluster_check.sh`` on another one.
+test_standalone on the installed Spark line (a standalone cluster) and on the other lines (a
+``local[2]`` master, each line's pyspark and artifact), ``scripts/line_cluster_check.sh`` on another
+line's standalone cluster.
 
 The connector comes as users get it, ``--packages`` of the artifact ``./dev build`` published to
 the local Maven repository (delta-spark of the same line resolved as its dependency), with both
@@ -47,7 +49,8 @@ def submit_command(
     spark_home: Path, master: str, line: str, work_dir: Path, lineitem: str
 ) -> list[str]:
     """``spark-submit`` of the cluster check to ``master`` with ``line``'s published connector:
-    it writes its table under ``work_dir`` and reads TPC-H's ``lineitem`` at that path."""
+    it writes its table under ``work_dir`` and reads TPC-H's ``lineitem`` at that path. A
+    ``local[N]`` master runs the same checks in one JVM (the check told so: ``--local``)."""
     conf = {
         "spark.sql.extensions": f"{DELTA_EXTENSION},{REPLAY_EXTENSION}",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -58,7 +61,8 @@ def submit_command(
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
     command += ["--driver-java-options", "-XX:TieredStopAtLevel=1"]
-    return command + [str(CHECK_SCRIPT), str(work_dir), lineitem]
+    local = ["--local"] if master.startswith("local") else []
+    return command + [str(CHECK_SCRIPT), str(work_dir), lineitem, *local]
 
 
 if __name__ == "__main__":

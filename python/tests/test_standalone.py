@@ -9,6 +9,11 @@ executors, a stream's initial snapshot, and TPC-H query 1 on ``bench tpch``'s SF
 ``lineitem`` (the session's, shared with test_bench_tpch). The command, with its test-sized
 settings, is ``delta_replay_bench.cluster``'s (scripts/line_cluster_check.sh submits the same on
 another Spark line).
+
+On each other Spark line (4.0, 4.1) the same check is submitted with ``spark-submit --packages``
+of that line's published artifact from that line's pyspark (its venv: ``spark_lines
+.line_python``, made on first use), with a ``local[2]`` master: one JVM per line, reading the
+same ``lineitem``. A standalone cluster per line would start five JVMs more each.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-from delta_replay.versions import SPARK_LINE
+from delta_replay.versions import SPARK_LINE, SPARK_LINES
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -54,25 +59,59 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert stopped.returncode == 0, stopped.stderr
 
 
-def test_cluster_answers_equal_v1(
-    master: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path
-) -> None:
-    from delta_replay_bench.cluster import published, submit_command
+def lineitem_path(spark: SparkSession, tpch_cache: Path) -> str:
+    """The session's SF 0.01 ``lineitem`` (written once, shared with test_bench_tpch)."""
     from delta_replay_bench.tpch.data import ensure_tables, tpchgen
 
     tpchgen()  # tpchgen-cli comes with the bench extra, which ./dev installs
-    lineitem = ensure_tables(spark, 0.01, tpch_cache)["tables"]["lineitem"]["path"]
-    assert published(SPARK_LINE).is_dir(), (
-        f"no published connector in {published(SPARK_LINE)}: run ./dev build first"
+    path: str = ensure_tables(spark, 0.01, tpch_cache)["tables"]["lineitem"]["path"]
+    return path
+
+
+def run_check(
+    spark_home: Path, master: str, line: str, env: dict[str, str], work_dir: Path, lineitem: str
+) -> None:
+    """Submits the cluster check with ``line``'s published artifact and asserts its lines."""
+    from delta_replay_bench.cluster import published, submit_command
+
+    assert published(line).is_dir(), (
+        f"no published connector in {published(line)}: run ./dev build first"
     )
-    submit = submit_command(SPARK_HOME, master, SPARK_LINE, tmp_path, lineitem)
-    run = subprocess.run(submit, capture_output=True, text=True, env=ENV, timeout=900)
-    checks = [line for line in run.stdout.splitlines() if line.startswith("cluster check")]
+    submit = submit_command(spark_home, master, line, work_dir, lineitem)
+    run = subprocess.run(submit, capture_output=True, text=True, env=env, timeout=900)
+    checks = [out for out in run.stdout.splitlines() if out.startswith("cluster check")]
     assert run.returncode == 0, "\n".join(checks) + "\n" + run.stderr[-4000:]
-    named = {line.split(":")[1].strip(): line for line in checks[:-1]}
+    named = {out.split(":")[1].strip(): out for out in checks[:-1]}
     expected = {"batch rows", "batch count per partition", "stream initial snapshot", "TPC-H Q1"}
     assert set(named) == expected, checks
-    assert all(": equal (" in line for line in named.values()), checks
+    assert all(": equal (" in out for out in named.values()), checks
     assert "replay distributed" in named["batch rows"], named["batch rows"]
     assert "index on the executors" in named["stream initial snapshot"], checks
-    assert checks[-1].endswith(", 2 executors, 0 differences"), checks
+    executors = 0 if master.startswith("local") else 2
+    assert checks[-1].endswith(f", {executors} executors, 0 differences"), checks
+
+
+def test_cluster_answers_equal_v1(
+    master: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path
+) -> None:
+    lineitem = lineitem_path(spark, tpch_cache)
+    run_check(SPARK_HOME, master, SPARK_LINE, ENV, tmp_path, lineitem)
+
+
+@pytest.mark.parametrize("line", [line for line in SPARK_LINES if line != SPARK_LINE])
+def test_packages_on_another_spark_line(
+    line: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path
+) -> None:
+    from delta_replay_bench.spark_lines import line_python
+
+    lineitem = lineitem_path(spark, tpch_cache)
+    python = line_python(line)  # (made on first use: a few minutes, pip downloads pyspark)
+    found = subprocess.run(
+        [str(python), "-c", "import os, pyspark; print(os.path.dirname(pyspark.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    spark_home = Path(found.stdout.strip())
+    env = {**ENV, "SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": str(python)}
+    run_check(spark_home, "local[2]", line, env, tmp_path, lineitem)
