@@ -12,23 +12,27 @@ table at the same version:
 - TPC-H query 1 (``bench tpch``'s text) on ``bench tpch``'s ``lineitem`` (range-clustered by
   ship date, deletion vectors, a checkpoint), with the replay forced onto the executors.
 
-Usage: spark-submit ... scripts/cluster_check.py DIR LINEITEM [--local] (DIR a directory every
-JVM of the cluster reaches, LINEITEM the Delta table ``bench tpch`` wrote, e.g. ``python -m
-delta_replay_bench.tpch.data --sf 0.01``). Prints one ``cluster check:`` line per check and exits
-non-zero on a difference. ``--local``: the same checks with a ``local[N]`` master, whose tasks run
-in the driver's JVM (the smoke of another Spark line's artifact in ``./dev test``); without it a
-master other than ``spark://`` is refused.
+Usage: spark-submit ... scripts/cluster_check.py DIR LINEITEM [--local] [--table PATH] (DIR a
+directory every JVM of the cluster reaches, LINEITEM the Delta table ``bench tpch`` wrote, e.g.
+``python -m delta_replay_bench.tpch.data --sf 0.01``). Prints one ``cluster check:`` line per check
+and exits non-zero on a difference. ``--local``: the same checks with a ``local[N]`` master, whose
+tasks run in the driver's JVM (the smoke of another Spark line's artifact in ``./dev test``);
+without it a master other than ``spark://`` is refused. ``--table``: the checks read that table,
+written as this script writes its own (``delta_replay_bench.cluster.write_check_table``), instead
+of writing one (in ``./dev test`` the other lines read the table the test session wrote: 15 s of a
+35 s check went to writing it in a cold JVM).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from typing import Any
 
+from delta_replay_bench.cluster import write_check_table
 from delta_replay_bench.tpch import queries as tpch
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 # The table is small: replay and planning are forced onto the executors. Executor planning
 # writes manifests every executor must read; the cluster's JVMs share this machine's disk.
@@ -72,24 +76,7 @@ def wait_for_executors(spark: SparkSession, count: int) -> None:
         time.sleep(0.5)
 
 
-def write_table(spark: SparkSession, path: str) -> None:
-    spark.sql(
-        f"CREATE TABLE delta.`{path}` (id BIGINT, part INT, v STRING) USING delta "
-        "PARTITIONED BY (part) TBLPROPERTIES (delta.enableDeletionVectors = true, "
-        "delta.checkpointInterval = 5)"
-    )
-    for batch in range(5):  # v1..v5: the checkpoint at v5, then the DELETE and UPDATE commits
-        rows = spark.range(batch * 300, (batch + 1) * 300, 1, 1).select(
-            "id",
-            (F.col("id") % 3).cast("int").alias("part"),
-            F.format_string("v%d", "id").alias("v"),
-        )
-        rows.write.format("delta").mode("append").save(path)
-    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 7 = 0")
-    spark.sql(f"UPDATE delta.`{path}` SET v = 'updated' WHERE id % 11 = 0")
-
-
-def main(root: str, lineitem: str, local: bool = False) -> int:
+def main(root: str, lineitem: str, local: bool = False, given_table: str | None = None) -> int:
     spark = SparkSession.builder.getOrCreate()
     master = spark.sparkContext.master
     if local != master.startswith("local"):
@@ -99,7 +86,10 @@ def main(root: str, lineitem: str, local: bool = False) -> int:
         wait_for_executors(spark, 2)
     table, sink, ckpt = (f"{root}/{name}" for name in ("t", "sink", "ckpt"))
     FORCED["planning.scratchDir"] = f"{root}/scratch"
-    write_table(spark, table)
+    if given_table is None:
+        write_check_table(spark, table)
+    else:
+        table = given_table
 
     ours = ours_read(spark, table)
     scan = scan_of(ours)
@@ -147,6 +137,10 @@ def main(root: str, lineitem: str, local: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4) or sys.argv[3:] not in ([], ["--local"]):
-        raise SystemExit("usage: cluster_check.py DIR LINEITEM [--local]")
-    sys.exit(main(sys.argv[1], sys.argv[2], local=sys.argv[3:] == ["--local"]))
+    parser = argparse.ArgumentParser(description="The connector against V1 on a cluster.")
+    parser.add_argument("dir", help="a directory every JVM of the cluster reaches")
+    parser.add_argument("lineitem", help="the Delta table bench tpch wrote (SF 0.01)")
+    parser.add_argument("--local", action="store_true", help="a local[N] master is intended")
+    parser.add_argument("--table", help="read this table (write_check_table's) instead of one")
+    args = parser.parse_args()
+    sys.exit(main(args.dir, args.lineitem, local=args.local, given_table=args.table))

@@ -13,15 +13,21 @@ took 88 s and its executors 112 s of CPU on an idle machine, with 2 38 s and 30 
 
 Run as ``python -m delta_replay_bench.cluster SPARK_HOME MASTER LINE DIR LINEITEM``, it prints
 the command's arguments separated by NUL characters (for a shell's ``mapfile -d ''``).
+
+``write_check_table`` writes the check's table (the check writes its own unless given one).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from delta_replay.session import DELTA_EXTENSION, REPLAY_EXTENSION
 from delta_replay.versions import CONNECTOR_VERSION, connector_artifact
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 CHECK_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cluster_check.py"
 
@@ -46,11 +52,17 @@ def published(line: str) -> Path:
 
 
 def submit_command(
-    spark_home: Path, master: str, line: str, work_dir: Path, lineitem: str
+    spark_home: Path,
+    master: str,
+    line: str,
+    work_dir: Path,
+    lineitem: str,
+    table: str | None = None,
 ) -> list[str]:
     """``spark-submit`` of the cluster check to ``master`` with ``line``'s published connector:
     it writes its table under ``work_dir`` and reads TPC-H's ``lineitem`` at that path. A
-    ``local[N]`` master runs the same checks in one JVM (the check told so: ``--local``)."""
+    ``local[N]`` master runs the same checks in one JVM (the check told so: ``--local``); with
+    ``table`` (``write_check_table``'s) the check reads that table instead of writing one."""
     conf = {
         "spark.sql.extensions": f"{DELTA_EXTENSION},{REPLAY_EXTENSION}",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -62,7 +74,29 @@ def submit_command(
         command += ["--conf", f"{key}={value}"]
     command += ["--driver-java-options", "-XX:TieredStopAtLevel=1"]
     local = ["--local"] if master.startswith("local") else []
-    return command + [str(CHECK_SCRIPT), str(work_dir), lineitem, *local]
+    given = ["--table", table] if table is not None else []
+    return command + [str(CHECK_SCRIPT), str(work_dir), lineitem, *local, *given]
+
+
+def write_check_table(spark: SparkSession, path: str) -> None:
+    """The check's table, by delta-spark: partitioned, 1,500 rows in five appends (a checkpoint at
+    version 5), then a DELETE and an UPDATE that leave deletion vectors."""
+    from pyspark.sql import functions as F
+
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT, part INT, v STRING) USING delta "
+        "PARTITIONED BY (part) TBLPROPERTIES (delta.enableDeletionVectors = true, "
+        "delta.checkpointInterval = 5)"
+    )
+    for batch in range(5):  # v1..v5: the checkpoint at v5, then the DELETE and UPDATE commits
+        rows = spark.range(batch * 300, (batch + 1) * 300, 1, 1).select(
+            "id",
+            (F.col("id") % 3).cast("int").alias("part"),
+            F.format_string("v%d", "id").alias("v"),
+        )
+        rows.write.format("delta").mode("append").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 7 = 0")
+    spark.sql(f"UPDATE delta.`{path}` SET v = 'updated' WHERE id % 11 = 0")
 
 
 if __name__ == "__main__":

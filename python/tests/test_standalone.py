@@ -13,7 +13,8 @@ another Spark line).
 On each other Spark line (4.0, 4.1) the same check is submitted with ``spark-submit --packages``
 of that line's published artifact from that line's pyspark (its venv: ``spark_lines
 .line_python``, made on first use), with a ``local[2]`` master: one JVM per line, reading the
-same ``lineitem``. A standalone cluster per line would start five JVMs more each.
+same ``lineitem`` and one table of the check's shape the test session wrote (a cold JVM spent 15 of
+its 35 s writing its own). A standalone cluster per line would start five JVMs more each.
 """
 
 from __future__ import annotations
@@ -68,8 +69,24 @@ def lineitem_path(spark: SparkSession, tpch_cache: Path) -> str:
     return path
 
 
+@pytest.fixture(scope="module")
+def check_table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The check's table, written once by the session for the other lines' checks."""
+    from delta_replay_bench.cluster import write_check_table
+
+    path = str(tmp_path_factory.mktemp("check-table") / "t")
+    write_check_table(spark, path)
+    return path
+
+
 def run_check(
-    spark_home: Path, master: str, line: str, env: dict[str, str], work_dir: Path, lineitem: str
+    spark_home: Path,
+    master: str,
+    line: str,
+    env: dict[str, str],
+    work_dir: Path,
+    lineitem: str,
+    table: str | None = None,
 ) -> None:
     """Submits the cluster check with ``line``'s published artifact and asserts its lines."""
     from delta_replay_bench.cluster import published, submit_command
@@ -77,7 +94,7 @@ def run_check(
     assert published(line).is_dir(), (
         f"no published connector in {published(line)}: run ./dev build first"
     )
-    submit = submit_command(spark_home, master, line, work_dir, lineitem)
+    submit = submit_command(spark_home, master, line, work_dir, lineitem, table)
     run = subprocess.run(submit, capture_output=True, text=True, env=env, timeout=900)
     checks = [out for out in run.stdout.splitlines() if out.startswith("cluster check")]
     assert run.returncode == 0, "\n".join(checks) + "\n" + run.stderr[-4000:]
@@ -100,7 +117,7 @@ def test_cluster_answers_equal_v1(
 
 @pytest.mark.parametrize("line", [line for line in SPARK_LINES if line != SPARK_LINE])
 def test_packages_on_another_spark_line(
-    line: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path
+    line: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path, check_table: str
 ) -> None:
     from delta_replay_bench.spark_lines import line_python
 
@@ -114,4 +131,4 @@ def test_packages_on_another_spark_line(
     )
     spark_home = Path(found.stdout.strip())
     env = {**ENV, "SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": str(python)}
-    run_check(spark_home, "local[2]", line, env, tmp_path, lineitem)
+    run_check(spark_home, "local[2]", line, env, tmp_path, lineitem, check_table)

@@ -11,9 +11,9 @@ import org.apache.spark.unsafe.types.UTF8String
 /**
  * Compact columns of [[io.deltareplay.internal.log.FileEntry]] rows: the storage of the driver home
  * of the snapshot index. No object per file: primitive arrays, strings as one byte array with
- * offsets (or a dictionary when few distinct values repeat), a constant or an all-null column when
- * every row agrees, numbers held as int offsets from a base when their range allows, null flags as
- * bit sets.
+ * offsets (or a dictionary when few distinct values repeat; the prefix and suffix every value
+ * shares kept once), a constant or an all-null column when every row agrees, numbers held as int
+ * offsets from a base when their range allows, null flags as bit sets.
  *
  * A [[ColumnData]] is plain, serializable data (a planning task builds one and the driver receives
  * it); [[ColumnData.vector]] views it as a Spark `ColumnVector`, so Spark's compiled predicates
@@ -91,15 +91,96 @@ private[deltareplay] object ColumnData {
       }
       if (dict.length <= 256) SmallDictionary(dataType, dict, ids.map(_.toByte), nulls)
       else Dictionary(dataType, dict, ids, nulls)
-    } else {
-      val total = offsets(n)
-      Bytes(
+    } else affixed(dataType, data, offsets, nulls)
+  }
+
+  /**
+   * Distinct values as bytes, less the prefix and suffix every value shares, each kept once (file
+   * paths: a partition directory's common part, Spark's `part-000` and `-c000.snappy.parquet`; 28
+   * of the 44 bytes of the synthetic benchmark tables' paths), and with no offsets when what is
+   * left of every value has one width (Spark's file names, fixed-width statistics). [[Bytes]] when
+   * they share under two bytes and differ in width.
+   */
+  private def affixed(
+      dataType: DataType,
+      data: Array[Byte],
+      offsets: Array[Int],
+      nulls: BitSet
+  ): ColumnData = {
+    val n = offsets.length - 1
+    var first = -1 // the first value that is not null: the prefix and suffix are taken from it
+    var prefix = 0
+    var suffix = 0
+    var shortest = Int.MaxValue
+    var longest = 0
+    var i = 0
+    while (i < n) {
+      if (nulls == null || !nulls.get(i)) {
+        val from = offsets(i)
+        val len = offsets(i + 1) - from
+        if (first < 0) {
+          first = i
+          prefix = len
+          suffix = len
+        } else {
+          val f = offsets(first)
+          val flen = offsets(first + 1) - f
+          prefix = math.min(prefix, len)
+          var k = 0
+          while (k < prefix && data(from + k) == data(f + k)) k += 1
+          prefix = k
+          suffix = math.min(suffix, len)
+          k = 0
+          while (k < suffix && data(from + len - 1 - k) == data(f + flen - 1 - k)) k += 1
+          suffix = k
+        }
+        shortest = math.min(shortest, len)
+        longest = math.max(longest, len)
+      }
+      i += 1
+    }
+    val total = offsets(n)
+    // (prefix and suffix must not overlap within the shortest value)
+    suffix = math.min(suffix, math.max(0, shortest - prefix))
+    val nullCount = if (nulls == null) 0 else nulls.cardinality()
+    // one width: a null takes as many (zero) bytes, worth it while they cost less than offsets
+    val left = longest - prefix - suffix
+    val width =
+      if (first >= 0 && shortest == longest && nullCount * left.toLong <= 4L * n) left else -1
+    if (first < 0 || (prefix + suffix < 2 && width < 0)) {
+      return Bytes(
         dataType,
         if (data.length == total) data else java.util.Arrays.copyOf(data, total),
         offsets,
         nulls
       )
     }
+    val f = offsets(first)
+    val head = java.util.Arrays.copyOfRange(data, f, f + prefix)
+    val tail = java.util.Arrays.copyOfRange(data, offsets(first + 1) - suffix, offsets(first + 1))
+    if (width >= 0) {
+      val middles = new Array[Byte](Math.multiplyExact(n, width))
+      i = 0
+      while (i < n) {
+        if (nulls == null || !nulls.get(i)) {
+          System.arraycopy(data, offsets(i) + prefix, middles, i * width, width)
+        }
+        i += 1
+      }
+      return Affixed(dataType, head, tail, middles, null, width, nulls)
+    }
+    val middles = new Array[Byte](total - (n - nullCount) * (prefix + suffix))
+    val at = new Array[Int](n + 1)
+    i = 0
+    while (i < n) {
+      if (nulls == null || !nulls.get(i)) {
+        val keep = offsets(i + 1) - offsets(i) - prefix - suffix
+        System.arraycopy(data, offsets(i) + prefix, middles, at(i), keep)
+        at(i + 1) = at(i) + keep
+      } else at(i + 1) = at(i) // (a null has no bytes)
+      i += 1
+    }
+    Affixed(dataType, head, tail, middles, at, -1, nulls)
   }
 
   private val DictionaryMax = 4096
@@ -198,6 +279,37 @@ private[deltareplay] object ColumnData {
         java.util.Arrays.copyOfRange(data, offsets(i), offsets(i + 1))
     }
     def bytes: Long = 32 + data.length + 4L * offsets.length + nullBytes(nulls)
+  }
+
+  /**
+   * [[Bytes]] with the `prefix` and `suffix` every value shares kept once, and what is left of
+   * value `i` at `data[offsets(i), offsets(i + 1))`, or, with no `offsets`, at `data[i * width, (i
+   * + 1) * width)`; a value read is built.
+   */
+  final case class Affixed(
+      dataType: DataType,
+      prefix: Array[Byte],
+      suffix: Array[Byte],
+      data: Array[Byte],
+      offsets: Array[Int],
+      width: Int,
+      nulls: BitSet
+  ) extends ColumnData {
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      private def value(i: Int): Array[Byte] = {
+        val from = if (offsets == null) i * width else offsets(i)
+        val len = if (offsets == null) width else offsets(i + 1) - from
+        val out = new Array[Byte](prefix.length + len + suffix.length)
+        System.arraycopy(prefix, 0, out, 0, prefix.length)
+        System.arraycopy(data, from, out, prefix.length, len)
+        System.arraycopy(suffix, 0, out, prefix.length + len, suffix.length)
+        out
+      }
+      override def getUTF8String(i: Int): UTF8String = UTF8String.fromBytes(value(i))
+      override def getBinary(i: Int): Array[Byte] = value(i)
+    }
+    def bytes: Long = 64 + prefix.length + suffix.length + data.length +
+      (if (offsets == null) 0L else 16L + 4L * offsets.length) + nullBytes(nulls)
   }
 
   final case class Dictionary(

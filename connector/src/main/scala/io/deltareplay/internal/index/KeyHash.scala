@@ -40,15 +40,19 @@ private[deltareplay] final class KeyHasher(paths: TablePaths) {
 }
 
 /**
- * Positions of one chunk's rows by key hash: an open-addressing table of row numbers, built on
- * first use (an index that is never rolled forward never builds it).
+ * Positions of one chunk's rows by key hash: an open-addressing table of row numbers (linear
+ * probing, at most half full: 4 to 8 bytes per row), built on first use (an index that is never
+ * rolled forward never builds it).
  */
 private[deltareplay] final class KeyLookup(hashes: Array[Long], start: Int) {
   @volatile private var built = false
 
+  /** The smallest power of two at least twice the rows. */
+  private def slots: Int = Integer.highestOneBit(math.max(2, hashes.length) * 2 - 1) * 2
+
   private lazy val table: Array[Int] = {
     built = true
-    val t = Array.fill(Integer.highestOneBit(math.max(2, hashes.length) * 2) * 2)(-1)
+    val t = Array.fill(slots)(-1)
     val mask = t.length - 1
     var i = 0
     while (i < hashes.length) {
@@ -74,6 +78,5 @@ private[deltareplay] final class KeyLookup(hashes: Array[Long], start: Int) {
   }
 
   /** Heap of the table once built (an index that never rolls forward never builds it). */
-  def bytes: Long =
-    if (built) 4L * Integer.highestOneBit(math.max(2, hashes.length) * 2) * 2 else 0L
+  def bytes: Long = if (built) 4L * slots else 0L
 }

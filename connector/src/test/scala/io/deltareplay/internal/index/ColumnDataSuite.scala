@@ -141,4 +141,63 @@ class ColumnDataSuite extends AnyFunSuite {
     assert(columns(2).isInstanceOf[ColumnData.SmallDictionary])
     assert(columns.map(_.bytes).sum < 1000 * 6)
   }
+
+  test("strings keep the prefix and suffix every value shares once, and read back whole") {
+    def column(values: Seq[String], dt: DataType = StringType): ColumnData = ColumnData.build(
+      dt,
+      values.map { v =>
+        val x =
+          if (v == null) null
+          else if (dt == BinaryType) v.getBytes("UTF-8")
+          else UTF8String.fromString(v)
+        new GenericInternalRow(Array[Any](x)): InternalRow
+      }.toIndexedSeq,
+      0
+    )
+    def readBack(c: ColumnData, n: Int, dt: DataType = StringType): Seq[String] = {
+      val v = c.vector
+      (0 until n).map { i =>
+        if (v.isNullAt(i)) null
+        else if (dt == BinaryType) new String(v.getBinary(i), "UTF-8")
+        else v.getUTF8String(i).toString
+      }
+    }
+    // file paths as the benchmark's synthetic tables name them, some rows null
+    val paths = (0 until 5000).map { i =>
+      if (i % 97 == 0) null else f"part=p${i % 20}%03d/part-$i%08d-synth.snappy.parquet"
+    }
+    val c = column(paths)
+    assert(c.isInstanceOf[ColumnData.Affixed], c.getClass)
+    val a = c.asInstanceOf[ColumnData.Affixed]
+    assert(new String(a.prefix, "UTF-8") === "part=p0")
+    assert(new String(a.suffix, "UTF-8") === "-synth.snappy.parquet")
+    assert(a.offsets === null && a.width === 16) // what is left has one width: no offsets
+    assert(readBack(c, paths.size) === paths)
+    // 28 bytes of each value's 44 kept once (the slack: null flags, headers)
+    val values = paths.filter(_ != null)
+    val plainBytes = 32L + values.map(_.length).sum + 4L * (paths.size + 1)
+    assert(c.bytes <= plainBytes - 28L * values.size + 2000, s"${c.bytes} of $plainBytes")
+    // a prefix and suffix that would overlap in the shortest value; multi-byte characters cut
+    // through; binary; nothing shared (plain bytes)
+    val edges = Seq(
+      Seq("abcab", "ab", null, "ab", "abab"),
+      Seq("😀x😀", "😀y😀", "😁z😀"),
+      Seq("a", "b", "ab")
+    )
+    edges.foreach { values =>
+      Seq(StringType, BinaryType).foreach { dt =>
+        val e = column(values, dt)
+        assert(readBack(e, values.size, dt) === values, s"$values as $dt: $e")
+      }
+    }
+    // widths that differ keep offsets
+    val uneven = paths.map(p => if (p == null) null else p.replaceFirst("=p0+", "=p"))
+    val u = column(uneven).asInstanceOf[ColumnData.Affixed]
+    assert(u.offsets != null && new String(u.prefix, "UTF-8") == "part=p", u)
+    assert(readBack(u, uneven.size) === uneven)
+    assert(column(Seq("abcab", "ab", "ab", "abab")).isInstanceOf[ColumnData.Affixed])
+    assert(column(Seq("ab", "cd", null)).asInstanceOf[ColumnData.Affixed].width === 2)
+    assert(readBack(column(Seq("ab", "cd", null)), 3) === Seq("ab", "cd", null))
+    assert(column(Seq("a", "b", "ab")).isInstanceOf[ColumnData.Bytes])
+  }
 }
