@@ -64,8 +64,8 @@ private[deltareplay] object ColumnData {
 
   /**
    * Strings or binary held as one byte array with offsets (value `i` is `data[offsets(i), offsets(i
-   * + 1))`, empty for a null): a dictionary when few distinct values repeat, else the bytes as they
-   * are.
+   * + 1))`, empty for a null): a dictionary when few distinct values repeat, else the bytes less
+   * what every value shares ([[affixed]]).
    */
   private[internal] def strings(
       dataType: DataType,
@@ -159,6 +159,8 @@ private[deltareplay] object ColumnData {
     val head = java.util.Arrays.copyOfRange(data, f, f + prefix)
     val tail = java.util.Arrays.copyOfRange(data, offsets(first + 1) - suffix, offsets(first + 1))
     if (width >= 0) {
+      val packed = hexPacked(dataType, head, tail, data, offsets, width, nulls)
+      if (packed != null) return packed
       val middles = new Array[Byte](Math.multiplyExact(n, width))
       i = 0
       while (i < n) {
@@ -182,6 +184,77 @@ private[deltareplay] object ColumnData {
     }
     Affixed(dataType, head, tail, middles, at, -1, nulls)
   }
+
+  /**
+   * Values of one width between a shared `prefix` and `suffix`, position by position: a byte the
+   * same in every value is kept once, in a template; one that is a lowercase hexadecimal digit in
+   * every value takes half a byte (the UUID and the task number of a writer's file names:
+   * `00000-<uuid>` in about 18 bytes, not 42); the others a byte each. Null when that saves under
+   * four bytes a value (the plain fixed-width layout is then about as small, and quicker to read).
+   */
+  private def hexPacked(
+      dataType: DataType,
+      prefix: Array[Byte],
+      suffix: Array[Byte],
+      data: Array[Byte],
+      offsets: Array[Int],
+      width: Int,
+      nulls: BitSet
+  ): ColumnData = {
+    val n = offsets.length - 1
+    val skip = prefix.length
+    val template = new Array[Byte](width)
+    val same = new Array[Boolean](width)
+    val hex = new Array[Boolean](width)
+    java.util.Arrays.fill(same, true)
+    java.util.Arrays.fill(hex, true)
+    var seen = false
+    var i = 0
+    while (i < n) {
+      if (nulls == null || !nulls.get(i)) {
+        val from = offsets(i) + skip
+        var k = 0
+        while (k < width) {
+          val b = data(from + k)
+          if (!seen) template(k) = b else if (b != template(k)) same(k) = false
+          if (!((b >= '0' && b <= '9') || (b >= 'a' && b <= 'f'))) hex(k) = false
+          k += 1
+        }
+        seen = true
+      }
+      i += 1
+    }
+    val hexAt = (0 until width).filter(k => !same(k) && hex(k)).toArray
+    val rawAt = (0 until width).filter(k => !same(k) && !hex(k)).toArray
+    val packedFrom = width - hexAt.length - rawAt.length // positions kept once in the template
+    if (packedFrom + hexAt.length / 2 < 4) return null
+    (0 until width).foreach(k => if (!same(k)) template(k) = 0)
+    val stride = (hexAt.length + 1) / 2 + rawAt.length
+    val packed = new Array[Byte](Math.multiplyExact(n, stride))
+    i = 0
+    while (i < n) {
+      if (nulls == null || !nulls.get(i)) {
+        val from = offsets(i) + skip
+        val at = i * stride
+        var h = 0
+        while (h < hexAt.length) {
+          val b = data(from + hexAt(h))
+          val nibble = if (b <= '9') b - '0' else b - 'a' + 10
+          packed(at + (h >>> 1)) = (packed(at + (h >>> 1)) | (nibble << ((h & 1) * 4))).toByte
+          h += 1
+        }
+        var r = 0
+        while (r < rawAt.length) {
+          packed(at + (hexAt.length + 1) / 2 + r) = data(from + rawAt(r))
+          r += 1
+        }
+      }
+      i += 1
+    }
+    HexPacked(dataType, prefix, suffix, template, hexAt, rawAt, packed, nulls)
+  }
+
+  private val HexDigits = "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
 
   private val DictionaryMax = 4096
 
@@ -310,6 +383,50 @@ private[deltareplay] object ColumnData {
     }
     def bytes: Long = 64 + prefix.length + suffix.length + data.length +
       (if (offsets == null) 0L else 16L + 4L * offsets.length) + nullBytes(nulls)
+  }
+
+  /**
+   * Values of one width (see [[ColumnData.hexPacked]]): `prefix`, the `template` with the positions
+   * `hexAt` (half a byte each, two to a byte, low half first) and `rawAt` (a byte each) of the row
+   * filled in, then `suffix`; a row's packed bytes start at `row * stride`. A value read is built.
+   */
+  final case class HexPacked(
+      dataType: DataType,
+      prefix: Array[Byte],
+      suffix: Array[Byte],
+      template: Array[Byte],
+      hexAt: Array[Int],
+      rawAt: Array[Int],
+      packed: Array[Byte],
+      nulls: BitSet
+  ) extends ColumnData {
+    private def stride = (hexAt.length + 1) / 2 + rawAt.length
+    def vector: ColumnVector = new Vec(dataType, nulls) {
+      private val step = stride
+      private def value(i: Int): Array[Byte] = {
+        val out = new Array[Byte](prefix.length + template.length + suffix.length)
+        System.arraycopy(prefix, 0, out, 0, prefix.length)
+        System.arraycopy(template, 0, out, prefix.length, template.length)
+        System.arraycopy(suffix, 0, out, prefix.length + template.length, suffix.length)
+        val at = i * step
+        var h = 0
+        while (h < hexAt.length) {
+          val nibble = (packed(at + (h >>> 1)) >>> ((h & 1) * 4)) & 0xf
+          out(prefix.length + hexAt(h)) = HexDigits(nibble)
+          h += 1
+        }
+        var r = 0
+        while (r < rawAt.length) {
+          out(prefix.length + rawAt(r)) = packed(at + (hexAt.length + 1) / 2 + r)
+          r += 1
+        }
+        out
+      }
+      override def getUTF8String(i: Int): UTF8String = UTF8String.fromBytes(value(i))
+      override def getBinary(i: Int): Array[Byte] = value(i)
+    }
+    def bytes: Long = 96 + prefix.length + suffix.length + template.length +
+      4L * (hexAt.length + rawAt.length) + packed.length + nullBytes(nulls)
   }
 
   final case class Dictionary(

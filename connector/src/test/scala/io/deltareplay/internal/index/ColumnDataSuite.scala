@@ -167,16 +167,36 @@ class ColumnDataSuite extends AnyFunSuite {
       if (i % 97 == 0) null else f"part=p${i % 20}%03d/part-$i%08d-synth.snappy.parquet"
     }
     val c = column(paths)
-    assert(c.isInstanceOf[ColumnData.Affixed], c.getClass)
-    val a = c.asInstanceOf[ColumnData.Affixed]
+    assert(c.isInstanceOf[ColumnData.HexPacked], c.getClass)
+    val a = c.asInstanceOf[ColumnData.HexPacked]
     assert(new String(a.prefix, "UTF-8") === "part=p0")
     assert(new String(a.suffix, "UTF-8") === "-synth.snappy.parquet")
-    assert(a.offsets === null && a.width === 16) // what is left has one width: no offsets
+    // what is left has one width, "00/part-0000nnnn": 10 positions the same in every value, 6 digits
+    assert(a.hexAt.toSeq === Seq(0, 1, 12, 13, 14, 15) && a.rawAt.isEmpty, a)
     assert(readBack(c, paths.size) === paths)
-    // 28 bytes of each value's 44 kept once (the slack: null flags, headers)
+    // 41 bytes of each value's 44 kept once or packed (the slack: null flags, headers)
     val values = paths.filter(_ != null)
     val plainBytes = 32L + values.map(_.length).sum + 4L * (paths.size + 1)
-    assert(c.bytes <= plainBytes - 28L * values.size + 2000, s"${c.bytes} of $plainBytes")
+    assert(c.bytes <= plainBytes - 45L * values.size + 2000, s"${c.bytes} of $plainBytes")
+    // names as Spark writes them, under date partitions: the task number and UUID packed
+    val r = new Random(63)
+    val named = (0 until 3000).map { i =>
+      val uuid = new java.util.UUID(r.nextLong(), r.nextLong())
+      if (i % 50 == 0) null
+      else f"date=2024-01-${1 + i % 9}%02d/part-${i % 200}%05d-$uuid-c000.snappy.parquet"
+    }
+    val sp = column(named).asInstanceOf[ColumnData.HexPacked]
+    assert(new String(sp.prefix, "UTF-8") === "date=2024-01-0")
+    assert(new String(sp.suffix, "UTF-8") === "-c000.snappy.parquet")
+    assert(sp.hexAt.length === 36 && sp.rawAt.isEmpty, sp) // a day, 3 digits, 32 of the UUID
+    assert(readBack(sp, named.size) === named)
+    assert(sp.bytes <= 18L * named.size + 2000, sp.bytes) // 87 bytes with an offset unpacked
+    // a position neither the same everywhere nor a lowercase hexadecimal digit stays a byte
+    // (uppercase letters, A to T); an odd count of digits
+    val mixed = (0 until 400).map(i => f"${('A' + i % 20).toChar}-${r.nextInt(10000000)}%07d/XYZ")
+    val m = column(mixed).asInstanceOf[ColumnData.HexPacked]
+    assert(m.rawAt.toSeq === Seq(0) && m.hexAt.length === 7, m)
+    assert(readBack(m, mixed.size) === mixed)
     // a prefix and suffix that would overlap in the shortest value; multi-byte characters cut
     // through; binary; nothing shared (plain bytes)
     val edges = Seq(
