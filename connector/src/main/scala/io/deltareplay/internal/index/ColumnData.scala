@@ -229,7 +229,8 @@ private[deltareplay] object ColumnData {
     val packedFrom = width - hexAt.length - rawAt.length // positions kept once in the template
     if (packedFrom + hexAt.length / 2 < 4) return null
     (0 until width).foreach(k => if (!same(k)) template(k) = 0)
-    val stride = (hexAt.length + 1) / 2 + rawAt.length
+    val hexBytes = (hexAt.length + 1) / 2 // a row's digits, two to a byte, then its raw bytes
+    val stride = hexBytes + rawAt.length
     val packed = new Array[Byte](Math.multiplyExact(n, stride))
     i = 0
     while (i < n) {
@@ -245,7 +246,7 @@ private[deltareplay] object ColumnData {
         }
         var r = 0
         while (r < rawAt.length) {
-          packed(at + (hexAt.length + 1) / 2 + r) = data(from + rawAt(r))
+          packed(at + hexBytes + r) = data(from + rawAt(r))
           r += 1
         }
       }
@@ -400,15 +401,15 @@ private[deltareplay] object ColumnData {
       packed: Array[Byte],
       nulls: BitSet
   ) extends ColumnData {
-    private def stride = (hexAt.length + 1) / 2 + rawAt.length
     def vector: ColumnVector = new Vec(dataType, nulls) {
-      private val step = stride
+      private val hexBytes = (hexAt.length + 1) / 2
+      private val stride = hexBytes + rawAt.length
       private def value(i: Int): Array[Byte] = {
         val out = new Array[Byte](prefix.length + template.length + suffix.length)
         System.arraycopy(prefix, 0, out, 0, prefix.length)
         System.arraycopy(template, 0, out, prefix.length, template.length)
         System.arraycopy(suffix, 0, out, prefix.length + template.length, suffix.length)
-        val at = i * step
+        val at = i * stride
         var h = 0
         while (h < hexAt.length) {
           val nibble = (packed(at + (h >>> 1)) >>> ((h & 1) * 4)) & 0xf
@@ -417,7 +418,7 @@ private[deltareplay] object ColumnData {
         }
         var r = 0
         while (r < rawAt.length) {
-          out(prefix.length + rawAt(r)) = packed(at + (hexAt.length + 1) / 2 + r)
+          out(prefix.length + rawAt(r)) = packed(at + hexBytes + r)
           r += 1
         }
         out
