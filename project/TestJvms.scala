@@ -136,7 +136,7 @@ object TestJvms {
       "-XX:+UseParallelGC",
       "-Dfile.encoding=UTF-8",
       "-Dspark.ui.enabled=false",
-      "-Dspark.sql.shuffle.partitions=4",
+      "-Dspark.sql.shuffle.partitions=2",
       "-Dspark.ui.showConsoleProgress=false",
       s"-Dspark.sql.warehouse.dir=${(target.value / "spark-warehouse").getAbsolutePath}",
       s"-Dderby.system.home=${(target.value / "derby").getAbsolutePath}",

@@ -53,7 +53,7 @@ def test_a_failed_build_step_fails_the_build_even_when_called_with_or() -> None:
     stubs = (
         "sbt=false\n"
         "copy_jars() { echo copied; }\n"
-        "on_other_lines() { echo line; }\n"
+        "build_args() { echo checks; }\n"
         "scripts/s3proxy.sh() { :; }\n"
         "connector_version() { echo 0; }\n"
     )
@@ -66,3 +66,34 @@ def test_a_failed_build_step_fails_the_build_even_when_called_with_or() -> None:
         f"{_function('build_jar')}\nbuild_jar || echo failed"
     )
     assert ok.stdout.strip() == "copied", ok
+
+
+def test_python_side_waits_for_the_jars_and_the_venv(tmp_path: Path) -> None:
+    # ./dev test's Python side starts once the sbt JVM has published the jars and the venv is
+    # made; it gives up, saying so, when the Scala side stopped first or the bootstrap failed
+    stubs = (
+        "py=python3\nother_lines=(4.0 4.1)\n"
+        'copy_jars() { echo copied "$@"; }\npython_lint() { echo lint; }\n'
+        "python_tests() { echo tests; }\n"
+    )
+    script = f"set -euo pipefail\n{stubs}{_function('python_side')}\n"
+    hand, times = tmp_path / "hand", tmp_path / "times"
+    hand.mkdir()
+    (hand / "scala-done").touch()
+    out = _bash(f"{script}python_side {hand} {times} || echo rc=$?")
+    assert "stopped before it published the jars" in out.stdout and "rc=1" in out.stdout, out
+    assert "lint" not in out.stdout
+    (hand / "jars").touch()
+    (hand / "venv-failed").touch()
+    out = _bash(f"{script}python_side {hand} {times} || echo rc=$?")
+    assert "bootstrap failed" in out.stdout and "rc=1" in out.stdout, out
+    (hand / "venv-failed").unlink()
+    (hand / "venv").touch()
+    out = _bash(f"{script}python_side {hand} {times}")
+    assert out.returncode == 0, out
+    assert out.stdout.split("\n")[:1] == ["copied 4.0 4.1 4.2"] and "tests" in out.stdout, out
+    assert [x.split()[:2] for x in times.read_text().splitlines()] == [
+        ["python", "waited"],
+        ["python", "lint"],
+        ["python", "suites"],
+    ]

@@ -16,7 +16,7 @@ class WiringSuite extends AnyFunSuite with SharedSparkSession {
       Seq((3, "c")).toDF("id", "v").write.format("delta").mode("append").save(path)
       val rows = spark.read.format("delta").load(path).orderBy("id").collect().toSeq
       assert(rows === Seq(Row(1, "a"), Row(2, "b"), Row(3, "c")))
-      assert(spark.conf.get("spark.sql.shuffle.partitions") === "4")
+      assert(spark.conf.get("spark.sql.shuffle.partitions") === "2")
       assert(spark.sparkContext.getConf.get("spark.ui.enabled") === "false")
     }
   }
