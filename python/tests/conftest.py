@@ -129,6 +129,26 @@ def spark_conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def line_jars() -> None:
+    """Every Spark line's connector jar, in the package and published to the local Maven
+    repository. Under ``./dev test`` the Python side starts once 4.2's jar is published and the
+    other lines' follow while it runs: ``dev``'s ``python_side`` marks them copied in
+    ``$DELTAREPLAY_DEV_HANDOFF``. Waits for that mark (there is nothing to wait for otherwise)."""
+    hand = os.environ.get("DELTAREPLAY_DEV_HANDOFF")
+    if not hand:
+        return
+    import time
+
+    deadline = time.monotonic() + 1200
+    while not (Path(hand) / "jars-copied").exists():
+        if (Path(hand) / "jars-failed").exists():
+            pytest.fail("the Spark 4.0 and 4.1 jars were not built: see the Scala side's output")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no Spark 4.0 and 4.1 jars after 20 minutes ({hand}/jars-copied)")
+        time.sleep(1)
+
+
+@pytest.fixture(scope="session")
 def synth_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One cache of the log-replay benchmark's synthetic tables for the session: the modules that
     generate them share its seed tables (written once by delta-spark). Marked as a directory

@@ -29,7 +29,7 @@ def _pip(*args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel(tmp_path_factory: pytest.TempPathFactory, line_jars: None) -> Path:
     out = tmp_path_factory.mktemp("dist")
     _pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(PYTHON_DIR))
     [built] = list(out.glob("delta_replay-*.whl"))

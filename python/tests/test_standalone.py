@@ -117,7 +117,12 @@ def test_cluster_answers_equal_v1(
 
 @pytest.mark.parametrize("line", [line for line in SPARK_LINES if line != SPARK_LINE])
 def test_packages_on_another_spark_line(
-    line: str, tmp_path: Path, spark: SparkSession, tpch_cache: Path, check_table: str
+    line: str,
+    tmp_path: Path,
+    spark: SparkSession,
+    tpch_cache: Path,
+    check_table: str,
+    line_jars: None,
 ) -> None:
     from delta_replay_bench.spark_lines import line_python
 
