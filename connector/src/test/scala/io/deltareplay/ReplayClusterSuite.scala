@@ -92,6 +92,14 @@ class ReplayClusterSuite extends AnyFunSuite with LocalClusterSparkSession with 
           assert(sorted(df) === sorted(v1(wide).where("id = 250")))
           val mode = deltaReplayScans(df).head.metrics.replayMode
           assert(mode.contains("checkpoint filtered by the query: 1 of "), mode)
+          // a count(*) with no index: counted in the replay's tasks, without the checkpoint files
+          // the commits after it removed (their keys broadcast to the executor JVMs)
+          spark.sql(s"DELETE FROM delta.`$wide` WHERE id % 7 = 0").collect()
+          spark.range(600, 650).write.format("delta").mode("append").save(wide)
+          val counted = ours(wide).selectExpr("count(*)")
+          assert(counted.collect().toSeq === v1(wide).selectExpr("count(*)").collect().toSeq)
+          val how = DeltaReplay.scanMetricsJson(counted)
+          assert(how.contains("counted in the replay tasks"), how)
         }
       } finally {
         org.apache.spark.SparkPrivateAccess.waitUntilEmpty(spark.sparkContext)

@@ -77,6 +77,18 @@ private[deltareplay] final class KeyLookup(hashes: Array[Long], start: Int) {
     out.toSeq
   }
 
+  /** Whether some row's key hashes to `hash` (no allocation: a check per row of a task). */
+  def contains(hash: Long): Boolean = {
+    val t = table
+    val mask = t.length - 1
+    var slot = (hash ^ (hash >>> 32)).toInt & mask
+    while (t(slot) != -1) {
+      if (hashes(t(slot)) == hash) return true
+      slot = (slot + 1) & mask
+    }
+    false
+  }
+
   /** Heap of the table once built (an index that never rolls forward never builds it). */
   def bytes: Long = if (built) 4L * slots else 0L
 }

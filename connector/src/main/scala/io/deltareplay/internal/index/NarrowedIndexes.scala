@@ -1,5 +1,6 @@
 package io.deltareplay.internal.index
 
+import io.deltareplay.internal.planning.MetadataAggregates
 import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
@@ -58,6 +59,34 @@ private[deltareplay] object NarrowedIndexes {
     () => new BoundedLru[Key, ReplayResult](1, Long.MaxValue, _.index.bytes),
     size = _.size.toLong
   )
+
+  /**
+   * Answers of counts computed in the replay's tasks ([[ReplayPath.CountedMapSide]]: no index
+   * kept), by the same key as an index of that read, with how they were computed: the same count
+   * repeated before the whole index is cached is answered from memory.
+   */
+  private val countsOf =
+    new SessionState.Part[BoundedLru[Key, (MetadataAggregates.Answer, String)]](
+      "counts from statistics",
+      () =>
+        new BoundedLru[Key, (MetadataAggregates.Answer, String)](MaxEntries, MaxBytes, _ => 64L),
+      size = _.size.toLong
+    )
+
+  /** The count of this version with these filters that an earlier read computed in its tasks. */
+  def count(
+      request: IndexRequest,
+      filter: FileFilter
+  ): Option[(MetadataAggregates.Answer, String)] =
+    countsOf(request.spark).get(key(request, filter, withStats = true))
+
+  /** Keeps a count computed in the replay's tasks, and how it was computed. */
+  def putCount(
+      request: IndexRequest,
+      filter: FileFilter,
+      answer: MetadataAggregates.Answer,
+      how: String
+  ): Unit = countsOf(request.spark).put(key(request, filter, withStats = true), answer -> how)
 
   private def lookup(spark: SparkSession, k: Key): Option[ReplayResult] =
     cacheOf(spark).get(k).orElse(bigCountOf(spark).get(k))
@@ -122,5 +151,6 @@ private[deltareplay] object NarrowedIndexes {
     val served = (k: Key) => k.tableUri == tableUri && (withStats || !k.withStats)
     cacheOf(spark).removeKeys(served)
     bigCountOf(spark).removeKeys(served)
+    countsOf(spark).removeKeys(served)
   }
 }

@@ -113,6 +113,17 @@ private[deltareplay] object ReplayPath {
       case None => "map-side filter"
     }
   }
+
+  /**
+   * A count's fast path: the tail reconciled on the driver, the checkpoint's adds it did not touch
+   * counted in the tasks that read them (no index built; `filteredByQuery`: through the query's
+   * partition filters).
+   */
+  final case class CountedMapSide(filteredByQuery: Boolean) extends JobShape {
+    def describe: String =
+      "map-side filter, " + (if (filteredByQuery) "checkpoint filtered by the query, " else "") +
+        "counted in the replay tasks"
+  }
 }
 
 /** Where a snapshot index lives. */

@@ -215,17 +215,7 @@ private[deltareplay] final case class ReadPolicy(
    */
   def narrowedIndex(filter: FileFilter, needStats: Boolean): Either[String, ReplayResult] = {
     val byQuery = CheckpointFilter(entry, filter.over(entry))
-    // why not, the first reason that holds (scan metrics `narrowedReason`)
-    lazy val declined: Option[String] = Seq(
-      (!conf.filterCheckpoint) -> "replay.filterCheckpoint is off",
-      (conf.replayMode != ReplayMode.Auto) -> s"replay.mode is ${conf.replayMode.name}",
-      (!byQuery.filters && !countOnly) -> "", // nothing to narrow by
-      (!replaysDistributed && !commitsNarrowOnDriver) -> "a small log, replayed on the driver",
-      (!conf.replay.fastPath(segment) && !commitsNarrowOnDriver) ->
-        "no checkpoint, or commits after it over replay.tailFastPathMaxBytes",
-      full.cachedState(needStats).isDefined -> "an index of this version is cached",
-      (home != Home.Driver) -> "the index of this version lives on the executors"
-    ).collectFirst { case (true, why) => why }
+    val declined = narrowingDeclined(byQuery, needStats)
     if (declined.isDefined) Left(declined.get)
     else {
       val started = System.nanoTime()
@@ -268,6 +258,63 @@ private[deltareplay] final case class ReadPolicy(
       if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(full, needStats)
       Right(result.copy(millis = (System.nanoTime() - started) / 1000000))
     }
+  }
+
+  /**
+   * Why a read with `byQuery` would not narrow ([[narrowedIndex]]), the first reason that holds
+   * (scan metrics `narrowedReason`), or None.
+   */
+  private def narrowingDeclined(byQuery: CheckpointFilter, needStats: Boolean): Option[String] =
+    Seq(
+      () => (!conf.filterCheckpoint) -> "replay.filterCheckpoint is off",
+      () => (conf.replayMode != ReplayMode.Auto) -> s"replay.mode is ${conf.replayMode.name}",
+      () => (!byQuery.filters && !countOnly) -> "", // nothing to narrow by
+      () =>
+        (!replaysDistributed && !commitsNarrowOnDriver) -> "a small log, replayed on the driver",
+      () =>
+        (!conf.replay.fastPath(segment) && !commitsNarrowOnDriver) ->
+          "no checkpoint, or commits after it over replay.tailFastPathMaxBytes",
+      () => full.cachedState(needStats).isDefined -> "an index of this version is cached",
+      () => (home != Home.Driver) -> "the index of this version lives on the executors"
+    ).iterator.map(_()).collectFirst { case (true, why) => why }
+
+  /**
+   * A `count(*)` of the files `filter`'s partition filters keep, answered from statistics without
+   * building an index where a count would narrow ([[narrowedIndex]]) on the fast path
+   * ([[DistributedReplay.aggregateInTasks]]: each task over the checkpoint folds the rows the
+   * commits after it did not touch), with how it was computed; or kept from the same count of this
+   * version before ([[NarrowedIndexes.count]]). The answer is None when a file has no `numRecords`
+   * (the query then scans). The whole index is then built in the background, as after a narrowed
+   * read. Left: why this does not apply (the caller narrows or builds the index as before).
+   */
+  def countInTasks(
+      filter: FileFilter,
+      functions: Seq[MetadataAggregates.Function]
+  ): Either[String, (Option[MetadataAggregates.Answer], String)] = {
+    require(countOnly && functions.forall(_ == MetadataAggregates.CountStarOf()))
+    val byQuery = CheckpointFilter(entry, filter.over(entry))
+    val declined = narrowingDeclined(byQuery, needStats = true).orElse {
+      if (!conf.replay.fastPath(segment)) Some("a log of commits only, narrowed on the driver")
+      else None
+    }
+    if (declined.isDefined) return Left(declined.get)
+    val kept = if (conf.stateCache) NarrowedIndexes.count(this, filter) else None
+    val result = kept match {
+      case Some((answer, _)) =>
+        val mode = ReplayPath.Reused(snapshot.version, filtered = byQuery.filters)
+        Some(answer) -> s"${mode.describe}, statistics: numRecords only"
+      case None =>
+        val replay =
+          new DistributedReplay(spark, segment, conf.replay, true, Some(entry), Some(byQuery))
+        val (partial, _, _) = replay.aggregateInTasks(entry, functions.toArray, filter)
+        val shape = ReplayPath.CountedMapSide(filteredByQuery = replay.filtersCheckpoint)
+        val how = s"${ReplayPath.Distributed(shape).describe}, statistics: numRecords only"
+        val answer = partial.finish()
+        if (conf.stateCache) answer.foreach(a => NarrowedIndexes.putCount(this, filter, a, how))
+        answer -> how
+    }
+    if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(full, needStats = true)
+    Right(result)
   }
 
   /**

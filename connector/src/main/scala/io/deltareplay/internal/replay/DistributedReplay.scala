@@ -2,7 +2,15 @@ package io.deltareplay.internal.replay
 
 import scala.jdk.CollectionConverters._
 
-import io.deltareplay.internal.index.{DriverIndex, ReplayPath, ReplayResult, SnapshotKeys}
+import io.deltareplay.internal.index.{
+  DriverIndex,
+  KeyHash,
+  KeyHasher,
+  KeyLookup,
+  ReplayPath,
+  ReplayResult,
+  SnapshotKeys
+}
 import io.deltareplay.internal.log.{
   DvDescriptor,
   FileAction,
@@ -12,6 +20,8 @@ import io.deltareplay.internal.log.{
   LogSegment,
   Reconciler
 }
+import io.deltareplay.internal.planning.MetadataAggregates
+import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -135,6 +145,72 @@ private[deltareplay] class DistributedReplay(
         }
       }
     ReplayResult(index, path, actions, millis = 0L, replayTasks = tasks)
+  }
+
+  /**
+   * `functions` (counts: [[MetadataAggregates.CountStarOf]]) over the live files of the segment's
+   * version that `filter`'s partition filters keep, computed without building an index (fast path
+   * only): the commits after the checkpoint are reconciled on the driver first, the keys they
+   * touched are broadcast, and each task over the checkpoint's adds folds the entries of the rows
+   * whose key they did not touch into a [[MetadataAggregates.Partial]]; the tail's winning adds are
+   * folded on the driver. Only one partial per task reaches the driver. Returns the folded partial,
+   * the actions replayed and the tasks run.
+   */
+  def aggregateInTasks(
+      entry: FileEntry,
+      functions: Array[MetadataAggregates.Function],
+      filter: FileFilter
+  ): (MetadataAggregates.Partial, Long, Int) = {
+    require(useFastPath, "the count of a replay's tasks needs a checkpoint and a small tail")
+    val p = paths
+    val layout = MetadataAggregates.StatsLayout(entry)
+    val ((folded, actions), tasks) =
+      Replay.inJobGroup(spark, s"delta-replay: count ${segment.table} v${segment.version}") {
+        // the checkpoint's read is planned (and its code compiled) while the tail is read
+        val direct = selectedEntries(entry)
+        lazy val qe = entryFrame(entry, checkpointAdds())
+        val entries = direct.getOrElse(logged(qe.toRdd))
+        val tail = reconciledTail()
+        val touched = spark.sparkContext.broadcast(DistributedReplay.TouchedKeys(tail))
+        val perTask = SparkBridge.mapPartitionsUncleaned(entries) { rows =>
+          SparkBridge.withTaskConf {
+            val partial = new MetadataAggregates.Partial(functions, layout)
+            val keys = new KeyHasher(p)
+            val t = touched.value
+            while (rows.hasNext && !partial.failed) {
+              val r = rows.next()
+              val kept = t.isEmpty || {
+                val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+                !t.holds(keys.of(r.getUTF8String(entry.Ord.Path), dv), entry.key(p, r))
+              }
+              if (kept && filter.keepsPartition(r)) partial.add(r)
+            }
+            Iterator(partial)
+          }
+        }
+        // the tail's adds are folded on the driver while the tasks run
+        val pending = logged(perTask.collectAsync())
+        val (onDriver, partials) =
+          try {
+            val folded = new MetadataAggregates.Partial(functions, layout)
+            val toEntry = entry.projector()
+            tail.liveFiles().iterator.takeWhile(_ => !folded.failed).foreach { f =>
+              val e = toEntry(f)
+              if (filter.keepsPartition(e)) folded.add(e)
+            }
+            (folded, LogJobErrors.await(segment, pending))
+          } catch {
+            case e: Throwable =>
+              pending.cancel()
+              throw e
+          }
+        (
+          partials.foldLeft(onDriver)(_ merge _),
+          direct.fold(LogFrames.scannedRows(qe.executedPlan))(_ => 0L) +
+            frames.selectedRead.value + tail.count
+        )
+      }
+    (folded, actions, tasks)
   }
 
   /**
@@ -441,6 +517,32 @@ private[deltareplay] class DistributedReplay(
 }
 
 private[deltareplay] object DistributedReplay {
+
+  /**
+   * The keys (canonical path, DV unique id) a reconciled tail touched, as a task checks them: by
+   * [[KeyHash]] first (a [[KeyLookup]] built in the task; most rows leave on the hash alone), then
+   * the key itself.
+   */
+  final class TouchedKeys private (hashes: Array[Long], keys: java.util.HashSet[(String, String)])
+      extends Serializable {
+    @transient private lazy val lookup = new KeyLookup(hashes, 0)
+
+    def isEmpty: Boolean = hashes.isEmpty
+
+    /**
+     * Whether the row with key hash `hash` (and key `key`, made only on a hash match) was touched.
+     */
+    def holds(hash: Long, key: => (String, String)): Boolean =
+      lookup.contains(hash) && keys.contains(key)
+  }
+
+  object TouchedKeys {
+    def apply(tail: Reconciler): TouchedKeys = {
+      val keys = new java.util.HashSet[(String, String)](tail.winners.keySet())
+      val hashes = keys.asScala.iterator.map { case (path, dv) => KeyHash.of(path, dv) }.toArray
+      new TouchedKeys(hashes, keys)
+    }
+  }
 
   /**
    * The live files on the executors (`frame`, see [[DistributedReplay.liveFrame]]) and the commit

@@ -64,16 +64,27 @@ private[deltareplay] class DeltaReplayScanBuilder(
    * with the same filters kept) and the whole index is built in the background, as for a filtered
    * scan; a count of some partitions of a big table does not build the whole index in the
    * foreground. When every function is `count(*)`, with or without partition filters, that read is
-   * a count's ([[ReadPolicy.forCount]]: `numRecords` the only statistic read). The replay this
-   * needs (with statistics) is kept for the ordinary scan if the answer is no; a narrowed one is
-   * not (the scan narrows by its own filter), nor a count's.
+   * a count's ([[ReadPolicy.forCount]]: `numRecords` the only statistic read), and where the
+   * checkpoint is read on the fast path the replay's tasks count the files they read, with no index
+   * built ([[ReadPolicy.countInTasks]]). The replay this needs (with statistics) is kept for the
+   * ordinary scan if the answer is no; a narrowed one is not (the scan narrows by its own filter),
+   * nor a count's.
    */
   override def pushAggregation(aggregation: Aggregation): Boolean = {
     if (!conf.metadataAggregates || filters.postScan.nonEmpty) return false
     val functions = MetadataAggregates.functions(aggregation, entry).getOrElse(return false)
     val filter = FileFilter(entry, filters, skipping = false)
-    // counts only: the narrowed read parses nothing of the statistics but numRecords
-    val narrowing = if (functions.forall(_ == CountStarOf())) policy.forCount else policy
+    // counts only: the narrowed read parses nothing of the statistics but numRecords, and on the
+    // fast path the replay's tasks count, with no index built
+    val counts = functions.forall(_ == CountStarOf())
+    val narrowing = if (counts) policy.forCount else policy
+    if (counts) narrowing.countInTasks(filter, functions) match {
+      case Right((answer, how)) =>
+        aggregate = answer
+        aggregateReplay = how
+        return answer.isDefined
+      case Left(_) =>
+    }
     val replay =
       narrowing.narrowedIndex(filter, needStats = true).getOrElse(policy.index(needStats = true))
     aggregate = MetadataAggregates.answerWhere(spark, snapshot, aggregation, replay.index, filter)
