@@ -58,14 +58,17 @@ private[deltareplay] final case class TablePaths(root: String, defaultFs: String
     else UTF8String.fromString(key(logPath.toString))
 
   /** The file a log path names, as a URL-encoded absolute URI string. */
-  def absolute(logPath: String): String = {
-    val k = key(logPath)
+  def absolute(logPath: String): String =
+    // a plain relative path is its own key (one check, not two: this runs once per planned file)
+    if (TablePaths.isPlainRelative(logPath)) childPrefix + logPath
+    else absoluteOfKey(key(logPath))
+
+  private def absoluteOfKey(k: String): String =
     if (TablePaths.isPlainRelative(k)) childPrefix + k
     else {
       val p = TablePaths.parse(k)
       (if (p.isAbsolute) p else new Path(rootPath, p)).toUri.toString
     }
-  }
 }
 
 private[deltareplay] object TablePaths {

@@ -66,15 +66,22 @@ private[deltareplay] object ScanPlanner {
       }
     }
     val partitions = splits(settings, snapshot, kept.toSeq)
-    val rows = kept.iterator.map(_.rows).foldLeft(Option(0L)) { case (acc, r) =>
-      for (a <- acc; b <- r) yield a + b
+    // sums over the kept files in plain loops: a million files box nothing
+    var bytes, rows = 0L
+    var rowsKnown = true
+    kept.foreach { f =>
+      bytes += f.size
+      f.rows match {
+        case Some(n) => rows += n
+        case None => rowsKnown = false
+      }
     }
     PlannedScan(
       partitions = partitions.map(p => p: InputPartition),
       filesAfterPruning = pruned,
       filesAfterSkipping = kept.length,
-      bytesAfterSkipping = kept.iterator.map(_.size).sum,
-      rowsAfterSkipping = rows,
+      bytesAfterSkipping = bytes,
+      rowsAfterSkipping = if (rowsKnown) Some(rows) else None,
       hasDeletionVectors = kept.exists(_.dv.isDefined),
       planMillis = (System.nanoTime() - started) / 1000000
     )
@@ -116,27 +123,40 @@ private[deltareplay] object ScanPlanner {
     // node parallelism), so that a scan is split as Spark's file scan splits it.
     val maxSplit =
       settings.maxSplitBytes(files.iterator.map(_.size + settings.openCostInBytes).sum)
-    val pieces = files.iterator
-      .flatMap { f =>
-        val path = SparkPath.fromUrlString(paths.absolute(f.path))
-        (0L until math.max(f.size, 1L) by maxSplit).iterator.map { start =>
-          val length = math.min(maxSplit, f.size - start)
-          val split = PartitionedFile(
-            f.partition,
-            path,
-            start,
-            length,
-            Array.empty,
-            f.modificationTime,
-            f.size,
-            Map.empty
-          )
-          (split, f.dv)
-        }
+    val pieces = mutable.ArrayBuffer.empty[(PartitionedFile, Option[DvDescriptor])]
+    pieces.sizeHint(files.size)
+    files.foreach { f =>
+      val path = SparkPath.fromUrlString(paths.absolute(f.path))
+      var start = 0L
+      // at least one split, for an empty file too
+      while (start == 0L || start < f.size) {
+        val length = math.min(maxSplit, f.size - start)
+        val split = PartitionedFile(
+          f.partition,
+          path,
+          start,
+          length,
+          Array.empty,
+          f.modificationTime,
+          f.size,
+          Map.empty
+        )
+        pieces += ((split, f.dv))
+        start += maxSplit
       }
-      .toSeq
-      .sortBy(-_._1.length)
-    DeltaInputPartition.pack(pieces, maxSplit, settings.openCostInBytes)
+    }
+    // largest first, equal lengths in file order (a stable sort, as Spark's packing sorts)
+    val sorted = pieces.toArray
+    java.util.Arrays.sort(
+      sorted,
+      (a: (PartitionedFile, Option[DvDescriptor]), b: (PartitionedFile, Option[DvDescriptor])) =>
+        java.lang.Long.compare(b._1.length, a._1.length)
+    )
+    DeltaInputPartition.pack(
+      scala.collection.immutable.ArraySeq.unsafeWrapArray(sorted),
+      maxSplit,
+      settings.openCostInBytes
+    )
   }
 }
 
