@@ -1,6 +1,5 @@
 package io.deltareplay.internal.index
 
-import io.deltareplay.internal.planning.MetadataAggregates
 import io.deltareplay.internal.session.{BoundedLru, SessionState}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.SparkSession
@@ -31,7 +30,8 @@ private[deltareplay] object NarrowedIndexes {
   val MaxEntries = 8
   val MaxBytes: Long = 64L << 20
 
-  private final case class Key(
+  /** What a narrowed index of a read is kept under (also the key of a count's kept answer). */
+  private[deltareplay] final case class Key(
       tableUri: String,
       tableId: String,
       version: Long,
@@ -60,38 +60,14 @@ private[deltareplay] object NarrowedIndexes {
     size = _.size.toLong
   )
 
-  /**
-   * Answers of counts computed in the replay's tasks ([[ReplayPath.CountedMapSide]]: no index
-   * kept), by the same key as an index of that read, with how they were computed: the same count
-   * repeated before the whole index is cached is answered from memory.
-   */
-  private val countsOf =
-    new SessionState.Part[BoundedLru[Key, (MetadataAggregates.Answer, String)]](
-      "counts from statistics",
-      () =>
-        new BoundedLru[Key, (MetadataAggregates.Answer, String)](MaxEntries, MaxBytes, _ => 64L),
-      size = _.size.toLong
-    )
-
-  /** The count of this version with these filters that an earlier read computed in its tasks. */
-  def count(
-      request: IndexRequest,
-      filter: FileFilter
-  ): Option[(MetadataAggregates.Answer, String)] =
-    countsOf(request.spark).get(key(request, filter, withStats = true))
-
-  /** Keeps a count computed in the replay's tasks, and how it was computed. */
-  def putCount(
-      request: IndexRequest,
-      filter: FileFilter,
-      answer: MetadataAggregates.Answer,
-      how: String
-  ): Unit = countsOf(request.spark).put(key(request, filter, withStats = true), answer -> how)
-
   private def lookup(spark: SparkSession, k: Key): Option[ReplayResult] =
     cacheOf(spark).get(k).orElse(bigCountOf(spark).get(k))
 
-  private def key(request: IndexRequest, filter: FileFilter, withStats: Boolean): Key = {
+  private[deltareplay] def key(
+      request: IndexRequest,
+      filter: FileFilter,
+      withStats: Boolean
+  ): Key = {
     val s = request.snapshot
     def bound(e: Expression) =
       BindReferences.bindReference(e, AttributeSeq(filter.attributes)).canonicalized
@@ -151,6 +127,5 @@ private[deltareplay] object NarrowedIndexes {
     val served = (k: Key) => k.tableUri == tableUri && (withStats || !k.withStats)
     cacheOf(spark).removeKeys(served)
     bigCountOf(spark).removeKeys(served)
-    countsOf(spark).removeKeys(served)
   }
 }

@@ -2,7 +2,7 @@ package io.deltareplay.internal.planning
 
 import io.deltareplay.internal.index.{DriverIndex, ExecutorIndex, TableIndex}
 import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TableSnapshot}
-import io.deltareplay.internal.replay.{LogJobErrors, Replay}
+import io.deltareplay.internal.replay.{DistributedReplay, LogJobErrors, Replay}
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -138,8 +138,11 @@ private[deltareplay] object MetadataAggregates {
    * The aggregates over some of the files, so far: sums, bounds (as longs; dates as epoch days),
    * whether a file had a deletion vector, or that the statistics cannot answer (`failed`).
    */
-  final class Partial(val functions: Array[Function], layout: StatsLayout) extends Serializable {
+  final class Partial(val functions: Array[Function], layout: StatsLayout)
+      extends DistributedReplay.EntryFold[Partial] {
     var failed = false
+
+    def stopped: Boolean = failed
     var anyDv = false
     var files = 0L
     val sums = new Array[Long](functions.length)

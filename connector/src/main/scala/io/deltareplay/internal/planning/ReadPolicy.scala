@@ -283,9 +283,9 @@ private[deltareplay] final case class ReadPolicy(
    * building an index where a count would narrow ([[narrowedIndex]]) on the fast path
    * ([[DistributedReplay.aggregateInTasks]]: each task over the checkpoint folds the rows the
    * commits after it did not touch), with how it was computed; or kept from the same count of this
-   * version before ([[NarrowedIndexes.count]]). The answer is None when a file has no `numRecords`
-   * (the query then scans). The whole index is then built in the background, as after a narrowed
-   * read. Left: why this does not apply (the caller narrows or builds the index as before).
+   * version before ([[KeptCounts]]). The answer is None when a file has no `numRecords` (the query
+   * then scans). The whole index is then built in the background, as after a narrowed read. Left:
+   * why this does not apply (the caller narrows or builds the index as before).
    */
   def countInTasks(
       filter: FileFilter,
@@ -298,7 +298,7 @@ private[deltareplay] final case class ReadPolicy(
       else None
     }
     if (declined.isDefined) return Left(declined.get)
-    val kept = if (conf.stateCache) NarrowedIndexes.count(this, filter) else None
+    val kept = if (conf.stateCache) KeptCounts.get(this, filter) else None
     val result = kept match {
       case Some((answer, _)) =>
         val mode = ReplayPath.Reused(snapshot.version, filtered = byQuery.filters)
@@ -306,11 +306,13 @@ private[deltareplay] final case class ReadPolicy(
       case None =>
         val replay =
           new DistributedReplay(spark, segment, conf.replay, true, Some(entry), Some(byQuery))
-        val (partial, _, _) = replay.aggregateInTasks(entry, functions.toArray, filter)
+        val (fs, layout) = (functions.toArray, MetadataAggregates.StatsLayout(entry))
+        val partial =
+          replay.aggregateInTasks(entry, () => new MetadataAggregates.Partial(fs, layout), filter)
         val shape = ReplayPath.CountedMapSide(filteredByQuery = replay.filtersCheckpoint)
         val how = s"${ReplayPath.Distributed(shape).describe}, statistics: numRecords only"
         val answer = partial.finish()
-        if (conf.stateCache) answer.foreach(a => NarrowedIndexes.putCount(this, filter, a, how))
+        if (conf.stateCache) answer.foreach(a => KeptCounts.put(this, filter, a, how))
         answer -> how
     }
     if (conf.stateCache && conf.indexInBackground) IndexBuilds.start(full, needStats = true)

@@ -20,7 +20,6 @@ import io.deltareplay.internal.log.{
   LogSegment,
   Reconciler
 }
-import io.deltareplay.internal.planning.MetadataAggregates
 import io.deltareplay.internal.skipping.FileFilter
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{Column, DataFrame, Row, SparkSession}
@@ -148,36 +147,34 @@ private[deltareplay] class DistributedReplay(
   }
 
   /**
-   * `functions` (counts: [[MetadataAggregates.CountStarOf]]) over the live files of the segment's
-   * version that `filter`'s partition filters keep, computed without building an index (fast path
-   * only): the commits after the checkpoint are reconciled on the driver first, the keys they
-   * touched are broadcast, and each task over the checkpoint's adds folds the entries of the rows
-   * whose key they did not touch into a [[MetadataAggregates.Partial]]; the tail's winning adds are
-   * folded on the driver. Only one partial per task reaches the driver. Returns the folded partial,
-   * the actions replayed and the tasks run.
+   * A fold (`zero` makes an empty one: the aggregates of a count from statistics) over the live
+   * files of the segment's version that `filter`'s partition filters keep, without building an
+   * index (fast path only): the checkpoint's read is planned while the commits after it are
+   * reconciled on the driver, the keys they touched are broadcast, and each task over the
+   * checkpoint's adds folds the entries of the rows whose key they did not touch into one fold; the
+   * tail's winning adds are folded on the driver while the tasks run. Only one fold per task
+   * reaches the driver.
    */
-  def aggregateInTasks(
+  def aggregateInTasks[F <: DistributedReplay.EntryFold[F]: scala.reflect.ClassTag](
       entry: FileEntry,
-      functions: Array[MetadataAggregates.Function],
+      zero: () => F,
       filter: FileFilter
-  ): (MetadataAggregates.Partial, Long, Int) = {
+  ): F = {
     require(useFastPath, "the count of a replay's tasks needs a checkpoint and a small tail")
     val p = paths
-    val layout = MetadataAggregates.StatsLayout(entry)
-    val ((folded, actions), tasks) =
+    val (folded, _) =
       Replay.inJobGroup(spark, s"delta-replay: count ${segment.table} v${segment.version}") {
         // the checkpoint's read is planned (and its code compiled) while the tail is read
-        val direct = selectedEntries(entry)
-        lazy val qe = entryFrame(entry, checkpointAdds())
-        val entries = direct.getOrElse(logged(qe.toRdd))
+        val entries =
+          selectedEntries(entry).getOrElse(logged(entryFrame(entry, checkpointAdds()).toRdd))
         val tail = reconciledTail()
         val touched = spark.sparkContext.broadcast(DistributedReplay.TouchedKeys(tail))
         val perTask = SparkBridge.mapPartitionsUncleaned(entries) { rows =>
           SparkBridge.withTaskConf {
-            val partial = new MetadataAggregates.Partial(functions, layout)
+            val partial = zero()
             val keys = new KeyHasher(p)
             val t = touched.value
-            while (rows.hasNext && !partial.failed) {
+            while (rows.hasNext && !partial.stopped) {
               val r = rows.next()
               val kept = t.isEmpty || {
                 val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
@@ -192,9 +189,9 @@ private[deltareplay] class DistributedReplay(
         val pending = logged(perTask.collectAsync())
         val (onDriver, partials) =
           try {
-            val folded = new MetadataAggregates.Partial(functions, layout)
+            val folded = zero()
             val toEntry = entry.projector()
-            tail.liveFiles().iterator.takeWhile(_ => !folded.failed).foreach { f =>
+            tail.liveFiles().iterator.takeWhile(_ => !folded.stopped).foreach { f =>
               val e = toEntry(f)
               if (filter.keepsPartition(e)) folded.add(e)
             }
@@ -204,13 +201,9 @@ private[deltareplay] class DistributedReplay(
               pending.cancel()
               throw e
           }
-        (
-          partials.foldLeft(onDriver)(_ merge _),
-          direct.fold(LogFrames.scannedRows(qe.executedPlan))(_ => 0L) +
-            frames.selectedRead.value + tail.count
-        )
+        partials.foldLeft(onDriver)(_ merge _)
       }
-    (folded, actions, tasks)
+    folded
   }
 
   /**
@@ -517,6 +510,16 @@ private[deltareplay] class DistributedReplay(
 }
 
 private[deltareplay] object DistributedReplay {
+
+  /**
+   * What [[DistributedReplay.aggregateInTasks]] folds entry rows into, in each task and on the
+   * driver, then merges: `stopped` once no more rows can change its answer.
+   */
+  trait EntryFold[F] extends Serializable {
+    def add(e: InternalRow): Unit
+    def stopped: Boolean
+    def merge(other: F): F
+  }
 
   /**
    * The keys (canonical path, DV unique id) a reconciled tail touched, as a task checks them: by

@@ -6,12 +6,12 @@ import org.apache.spark.sql.SparkSession
 
 /**
  * Everything this connector keeps for one SparkSession, in one object: the snapshot indexes and
- * narrowed indexes, protocol and metadata, commit texts, checkpoint footers, the commit tails
- * parsed ahead, the background index builds and the checkpoint each table's newest load listed
- * from. Each room declares its part ([[SessionState.Part]]: how it is made, how it is released, how
- * many entries it holds); the state makes a part on first use and drops it with the session (weakly
- * held). [[SessionState.clear]] releases every part at once: the next read of any table is a cold
- * one (tests start each suite so).
+ * narrowed indexes, the counts computed in replay tasks, protocol and metadata, commit texts,
+ * checkpoint footers, the commit tails parsed ahead, the background index builds and the checkpoint
+ * each table's newest load listed from. Each room declares its part ([[SessionState.Part]]: how it
+ * is made, how it is released, how many entries it holds); the state makes a part on first use and
+ * drops it with the session (weakly held). [[SessionState.clear]] releases every part at once: the
+ * next read of any table is a cold one (tests start each suite so).
  *
  * What is kept outside it belongs to the JVM, not to a session, and stays out on purpose: the
  * listener that makes background builds yield to foreground queries (`IndexBuilds`: one per
