@@ -77,7 +77,7 @@ def test_python_side_waits_for_the_jars_and_the_venv(tmp_path: Path) -> None:
         'copy_jars() { echo copied "$@"; }\nadd_jars() { echo added "$@" >"$hand/added"; }\n'
         'python_lint() { echo lint; }\npython_tests() { echo "tests $DELTAREPLAY_DEV_HANDOFF"; }\n'
     )
-    script = f"set -euo pipefail\n{stubs}{_function('python_side')}\n"
+    script = f"set -euo pipefail\n{stubs}{_function('await_file')}\n{_function('python_side')}\n"
     hand, times = tmp_path / "hand", tmp_path / "times"
     hand.mkdir()
     (hand / "scala-done").touch()
