@@ -1,6 +1,6 @@
 """One cold measurement in a fresh process.
 
-python run.py READER MEASURE TABLE [--jfr FILE] [--jar JAR]
+python run.py READER MEASURE TABLE [--jfr FILE] [--jar JAR]   (master: $P62_MASTER, default local[2])
 
 READER: ours | v1 ; MEASURE: agg (SELECT count(*), max(id)) | count (SELECT count(*)) |
 first (the rows WHERE id < 0) | plan (every split planned)
@@ -42,7 +42,7 @@ for a in args:
         conf[k] = v
 spark = local_session(
     f"p62-{reader}-{measure}",
-    master="local[2]",
+    master=os.environ.get("P62_MASTER", "local[2]"),
     conf=conf,
     connector=(reader != "v1"),
     driver_memory="4g",
