@@ -1,6 +1,7 @@
 """One cold measurement in a fresh process.
 
-python run.py READER MEASURE TABLE [--jfr FILE] [--jar JAR]   (master: $P62_MASTER, default local[2])
+python run.py READER MEASURE TABLE [--jfr FILE] [--jar JAR]
+(the master: $P62_MASTER, default local[2])
 
 READER: ours | v1 ; MEASURE: agg (SELECT count(*), max(id)) | count (SELECT count(*)) |
 first (the rows WHERE id < 0) | plan (every split planned)
