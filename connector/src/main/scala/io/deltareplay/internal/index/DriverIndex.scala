@@ -267,8 +267,7 @@ private[deltareplay] object DriverIndex {
       val chunk = new EntryChunkBuilder(entry)
       while (chunk.size < ChunkRows && rows.hasNext) {
         val r = rows.next()
-        val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
-        chunk.append(r, keys.of(r.getUTF8String(entry.Ord.Path), dv))
+        chunk.append(r, keys.ofEntry(entry, r))
       }
       chunk.result()
     }

@@ -4,7 +4,8 @@ import java.nio.charset.StandardCharsets
 
 import scala.collection.mutable
 
-import io.deltareplay.internal.log.TablePaths
+import io.deltareplay.internal.log.{DvDescriptor, FileEntry, TablePaths}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.XXH64
 import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
@@ -24,6 +25,13 @@ private[deltareplay] object KeyHash {
  */
 private[deltareplay] final class KeyHasher(paths: TablePaths) {
   private var buffer = new Array[Byte](512)
+
+  /** The key hash of an entry row ([[FileEntry]]'s layout): its path and its DV's unique id. */
+  def ofEntry(entry: FileEntry, r: InternalRow): Long =
+    of(
+      r.getUTF8String(entry.Ord.Path),
+      DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
+    )
 
   def of(path: UTF8String, dv: String): Long =
     if (!TablePaths.isPlainRelative(path)) KeyHash.of(paths.key(path.toString), dv)

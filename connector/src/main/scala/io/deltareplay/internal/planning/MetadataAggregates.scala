@@ -141,13 +141,13 @@ private[deltareplay] object MetadataAggregates {
   final class Partial(val functions: Array[Function], layout: StatsLayout)
       extends DistributedReplay.EntryFold[Partial] {
     var failed = false
-
-    def stopped: Boolean = failed
     var anyDv = false
     var files = 0L
     val sums = new Array[Long](functions.length)
     val bounds = new Array[Long](functions.length)
     val hasBound = new Array[Boolean](functions.length)
+
+    def stopped: Boolean = failed
 
     private def sub(stats: InternalRow, at: (Int, Int)): InternalRow =
       if (stats.isNullAt(at._1)) null else stats.getStruct(at._1, at._2)

@@ -176,10 +176,7 @@ private[deltareplay] class DistributedReplay(
             val t = touched.value
             while (rows.hasNext && !partial.stopped) {
               val r = rows.next()
-              val kept = t.isEmpty || {
-                val dv = DvDescriptor.fromInternalRow(r, entry.Ord.Dv).fold("")(_.uniqueId)
-                !t.holds(keys.of(r.getUTF8String(entry.Ord.Path), dv), entry.key(p, r))
-              }
+              val kept = t.isEmpty || !t.holds(keys.ofEntry(entry, r), entry.key(p, r))
               if (kept && filter.keepsPartition(r)) partial.add(r)
             }
             Iterator(partial)
