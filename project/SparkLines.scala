@@ -26,7 +26,8 @@ object SparkLines {
    * The suites the lanes of `./dev test` run on the lines besides the default: the API that differs
    * between lines (streaming relations, DataSourceV2Relation, routed reads and streams, filter
    * pushdown: RoutingSuite), the wiring (WiringSuite), the statistics parser built on Spark's
-   * internal JSON classes, held to from_json's answers (internal/log/StatsJsonToStructSuite), and
+   * internal JSON classes, held to from_json's answers (internal/log/StatsJsonToStructSuite,
+   * internal/log/StatsReaderSuite: the scan of plain documents and the line's Jackson alike), and
    * the oracle on a generated table (differential/DifferentialLineSuite, defined in the folder's
    * DifferentialSuite.scala: its history read after every step by V1 and by this connector, and a
    * stream of it beside DeltaSource). Paths under the test tree's io/deltareplay, without ".scala"
@@ -36,6 +37,7 @@ object SparkLines {
     "RoutingSuite",
     "WiringSuite",
     "internal/log/StatsJsonToStructSuite",
+    "internal/log/StatsReaderSuite",
     "differential/DifferentialLineSuite"
   )
 

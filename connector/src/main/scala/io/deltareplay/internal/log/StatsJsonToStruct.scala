@@ -3,7 +3,7 @@ package io.deltareplay.internal.log
 import com.fasterxml.jackson.core.{JsonFactory, JsonParser}
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.expressions.{Expression, NonSQLExpression, UnaryExpression}
-import org.apache.spark.sql.catalyst.json.{JSONOptions, JacksonParser}
+import org.apache.spark.sql.catalyst.json.{CreateJacksonParser, JSONOptions, JacksonParser}
 import org.apache.spark.sql.catalyst.util.FailureSafeParser
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.deltareplay.SparkBridge
@@ -69,9 +69,28 @@ private[deltareplay] final case class StatsJsonToStruct(
 
 private[deltareplay] object StatsJsonToStruct {
 
-  /** A Jackson parser over a document's UTF-8 bytes (no character decoder). */
+  /**
+   * A Jackson parser over a document's UTF-8 bytes (no character decoder), where that reads it as
+   * `from_json`'s character reader does; the character reader otherwise.
+   */
   val overBytes: (JsonFactory, UTF8String) => JsonParser = (factory, doc) => {
     val bytes = doc.getBytes
-    factory.createParser(bytes, 0, bytes.length)
+    if (readsAsText(bytes, 0, bytes.length)) factory.createParser(bytes, 0, bytes.length)
+    else CreateJacksonParser.utf8String(factory, doc)
+  }
+
+  /**
+   * Whether Jackson's byte parser reads the `length` bytes of `b` from `offset` as UTF-8 text, as a
+   * character reader does: it would take a byte-order mark or zero bytes among the first four for
+   * another encoding (no statistics document starts so; `from_json` fails on those).
+   */
+  def readsAsText(b: Array[Byte], offset: Int, length: Int): Boolean = {
+    if (length == 0) return true
+    val first = b(offset)
+    if (first != '{' && first != ' ' && first != '\n' && first != '\r' && first != '\t')
+      return false
+    var k = offset + 1
+    while (k < offset + math.min(length, 4)) { if (b(k) == 0) return false; k += 1 }
+    true
   }
 }

@@ -116,6 +116,9 @@ object StatsJsonToStructSuite {
     "12",
     "\"text\"",
     "{'numRecords':5}",
-    "{\"numRecords\":5} trailing"
+    "{\"numRecords\":5} trailing",
+    // what a byte parser would take for another encoding: a byte-order mark, UTF-16 text
+    "\uFEFF{\"numRecords\":1}",
+    " {\"numRecords\":1}".flatMap(c => s"$c\u0000")
   )
 }
