@@ -2,8 +2,11 @@ package io.deltareplay
 
 import java.io.File
 
+import io.deltareplay.internal.delta.DeltaAdapter
+import io.deltareplay.internal.log.TableMeta
 import io.deltareplay.test.{DeltaOracle, LocalClusterSparkSession}
 import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.delta.actions.Action
 import org.apache.spark.sql.types.{MetadataBuilder, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -285,6 +288,33 @@ abstract class TableChangesTests extends AnyFunSuite with DeltaOracle {
         .save(dv)
       sql(s"DELETE FROM delta.`$dv` WHERE id = 3")
       assertEverywhere(dv, _.select("id", "_metadata"), _.select("id", "_metadata.row_index"))
+      // the adapter's protocol and metadata (each parsed as its own class) are delta-spark's
+      // Action.fromJson of the same JSON, from a commit and from a checksum file
+      for (table <- Seq(path, dv)) {
+        val log = new File(table, "_delta_log")
+        val commit = scala.io.Source.fromFile(new File(log, f"${0}%020d.json"), "UTF-8")
+        val actions =
+          try commit.getLines().toList.flatMap(TableMeta.parse)
+          finally commit.close()
+        val fromCommit = TableMeta(
+          actions.collectFirst { case Left(p) => p }.get,
+          actions.collectFirst { case Right(m) => m }.get
+        )
+        // Delta's checksum files (not Hadoop's `.<name>.crc` beside each file)
+        val checksums = log.listFiles().filter(_.getName.matches("[0-9]{20}\\.crc")).toSeq
+        assert(checksums.nonEmpty, s"no checksum file in $log")
+        val fromChecksums = checksums.map { f =>
+          val crc = scala.io.Source.fromFile(f, "UTF-8")
+          try TableMeta.fromChecksum(crc.mkString).get
+          finally crc.close()
+        }
+        for (meta <- fromCommit +: fromChecksums) {
+          val (p, m) = DeltaAdapter.actions(meta)
+          assert(p == Action.fromJson(meta.protocolJson))
+          assert(m == Action.fromJson(meta.metadataJson))
+          assert(m.schema == meta.schema && p.minReaderVersion == meta.minReaderVersion)
+        }
+      }
     }
   }
 

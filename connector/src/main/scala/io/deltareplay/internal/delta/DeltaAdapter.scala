@@ -18,12 +18,13 @@ import org.apache.spark.sql.delta.{
   DeltaTableUtils
 }
 import org.apache.spark.sql.delta.catalog.DeltaTableV2
-import org.apache.spark.sql.delta.actions.{Action, DeletionVectorDescriptor, Metadata, Protocol}
+import org.apache.spark.sql.delta.actions.{DeletionVectorDescriptor, Metadata, Protocol}
 import org.apache.spark.sql.delta.deletionvectors.StoredBitmap
 import org.apache.spark.sql.delta.files.TahoeLogFileIndex
 import org.apache.spark.sql.delta.schema.SchemaUtils
 import org.apache.spark.sql.delta.sources.{DeltaDataSource, DeltaSQLConf}
 import org.apache.spark.sql.delta.storage.dv.HadoopFileSystemDVStore
+import org.apache.spark.sql.delta.util.JsonUtils
 import org.apache.spark.sql.execution.datasources.{
   HadoopFsRelation,
   LogicalRelation,
@@ -40,12 +41,25 @@ import org.apache.spark.sql.types.StructType
  */
 private[deltareplay] object DeltaAdapter {
 
-  /** delta-spark's protocol and metadata actions of a [[TableActions]] (parsed from its JSON). */
-  private def actions(meta: TableActions): (Protocol, Metadata) =
+  /**
+   * delta-spark's protocol and metadata actions of a [[TableActions]] (parsed from its JSON), each
+   * deserialized as its own class by delta-spark's mapper: `Action.fromJson` would first build the
+   * deserializers of every action class (0.3 s of a cold driver's first read, against 0.09 s for
+   * these two: benchmarks/results/2026-12-05-stats-scan.notes.md). TableChangesSuite holds the two
+   * to the same actions.
+   */
+  private[deltareplay] def actions(meta: TableActions): (Protocol, Metadata) =
     (
-      Action.fromJson(meta.protocolJson).asInstanceOf[Protocol],
-      Action.fromJson(meta.metadataJson).asInstanceOf[Metadata]
+      action(meta.protocolJson, "protocol", classOf[Protocol]),
+      action(meta.metadataJson, "metaData", classOf[Metadata])
     )
+
+  /** The action under `key` of a log line's JSON, as `cls`. */
+  private def action[T](json: String, key: String, cls: Class[T]): T = {
+    val node = JsonUtils.mapper.readTree(json).get(key)
+    if (node == null) throw new IllegalArgumentException(s"no $key action in $json")
+    JsonUtils.mapper.treeToValue(node, cls)
+  }
 
   /**
    * Whether delta-spark's `_metadata` of this table has `row_index`: it leaves the field out unless
