@@ -450,18 +450,16 @@ private[deltareplay] class DistributedReplay(
     LiveFile.columnsOfActions ++ statsParsed.map(_ => col(FileEntry.StatsParsedColumn))
 
   /**
-   * Whether a (path, dv) is a key the reconciled tail touched: a broadcast set, checked map-side.
+   * Whether a (path, dv) is a key the reconciled tail touched: its
+   * [[DistributedReplay.TouchedKeys]] broadcast, checked map-side.
    */
   private def touchedBy(tail: Reconciler): (Column, Column) => Column = {
-    val keys = new java.util.HashMap[String, java.util.HashSet[String]]()
-    tail.winners.keySet().forEach { case (path, dv) =>
-      keys.computeIfAbsent(path, _ => new java.util.HashSet[String]()).add(dv)
-    }
-    val touched = spark.sparkContext.broadcast(keys)
+    val touched = spark.sparkContext.broadcast(DistributedReplay.TouchedKeys(tail))
     val p = paths
     val f = udf { (path: String, dv: Row) =>
-      val dvs = touched.value.get(p.key(path))
-      dvs != null && dvs.contains(DvDescriptor.fromRow(dv).fold("")(_.uniqueId))
+      val key = p.key(path)
+      val id = DvDescriptor.fromRow(dv).fold("")(_.uniqueId)
+      touched.value.holds(KeyHash.of(key, id), (key, id))
     }
     (path, dv) => f(path, dv)
   }
