@@ -149,18 +149,8 @@ private[log] final class StatsNode {
 
   /** The child named by the ASCII bytes `from` until `until` of `b`; null if none. */
   def child(b: Array[Byte], from: Int, until: Int): StatsNode = {
-    var k = 0
-    while (k < nameBytes.length) {
-      val n = nameBytes(k)
-      if (n.length == until - from) {
-        // names are short: a plain loop (Arrays.equals' vectorized mismatch costs more to set up)
-        var j = 0
-        while (j < n.length && n(j) == b(from + j)) j += 1
-        if (j == n.length) return nodes(k)
-      }
-      k += 1
-    }
-    null
+    val k = named(b, from, until, ignoreCase = false)
+    if (k < 0) null else nodes(k)
   }
 
   /** Whether a child's name equals `name` but for case (Spark's reader would then differ). */
@@ -174,18 +164,29 @@ private[log] final class StatsNode {
   }
 
   /** [[differsInCase]] of an ASCII name in bytes (every child's name ASCII). */
-  def differsInCase(b: Array[Byte], from: Int, until: Int): Boolean = {
+  def differsInCase(b: Array[Byte], from: Int, until: Int): Boolean =
+    named(b, from, until, ignoreCase = true) >= 0
+
+  /**
+   * The position of the child whose name is the bytes `from` until `until` of `b` (ASCII letters
+   * compared without case with `ignoreCase`); -1 if none. Names are short: a plain loop
+   * (`Arrays.equals`' vectorized mismatch costs more to set up).
+   */
+  private def named(b: Array[Byte], from: Int, until: Int, ignoreCase: Boolean): Int = {
     var k = 0
     while (k < nameBytes.length) {
       val n = nameBytes(k)
       if (n.length == until - from) {
         var j = 0
-        while (j < n.length && lower(n(j)) == lower(b(from + j))) j += 1
-        if (j == n.length) return true
+        while (
+          j < n.length && (n(j) == b(from + j) || ignoreCase && lower(n(j)) == lower(b(from + j)))
+        )
+          j += 1
+        if (j == n.length) return k
       }
       k += 1
     }
-    false
+    -1
   }
 
   private def lower(c: Byte): Int = if (c >= 'A' && c <= 'Z') c + 32 else c.toInt

@@ -57,11 +57,8 @@ private[log] final class StatsScan(b: Array[Byte], from: Int, until: Int, out: I
         else if (b(i) == '{') depth < MaxDepth && obj(c, depth + 1)
         else { c.clear(out); skip(depth) }
       if (!ok) return false
-      ws()
-      if (i >= until) return false
-      if (b(i) == ',') { i += 1; ws() }
-      else if (b(i) == '}') { i += 1; return true }
-      else return false
+      val next = separator('}')
+      if (next != More) return next == Closed
     }
     false
   }
@@ -146,11 +143,8 @@ private[log] final class StatsScan(b: Array[Byte], from: Int, until: Int, out: I
         i += 1
         ws()
         if (!skip(depth + 1)) return false
-        ws()
-        if (i >= until) return false
-        if (b(i) == ',') { i += 1; ws() }
-        else if (b(i) == '}') { i += 1; return true }
-        else return false
+        val next = separator('}')
+        if (next != More) return next == Closed
       }
       false
     } else if (first == '[') {
@@ -160,17 +154,26 @@ private[log] final class StatsScan(b: Array[Byte], from: Int, until: Int, out: I
       if (i < until && b(i) == ']') { i += 1; return true }
       while (true) {
         if (!skip(depth + 1)) return false
-        ws()
-        if (i >= until) return false
-        if (b(i) == ',') { i += 1; ws() }
-        else if (b(i) == ']') { i += 1; return true }
-        else return false
+        val next = separator(']')
+        if (next != More) return next == Closed
       }
       false
     } else if (first == 't') literal(True)
     else if (first == 'f') literal(False)
     else if (first == 'n') literal(Null)
     else number() != NotANumber
+  }
+
+  /**
+   * After a member or element: past a `,` ([[More]]), past `close` ([[Closed]]), or [[Broken]] on
+   * anything else.
+   */
+  private def separator(close: Char): Int = {
+    ws()
+    if (i >= until) Broken
+    else if (b(i) == ',') { i += 1; ws(); More }
+    else if (b(i) == close) { i += 1; Closed }
+    else Broken
   }
 
   /** Past a string of printable ASCII without escapes (a name, or a value read). */
@@ -257,6 +260,10 @@ private[log] object StatsScan {
   /** Longer strings and numbers go to Jackson (its limits are far above these). */
   private val MaxString = 1 << 20
   private val MaxNumber = 100
+
+  private val More = 0
+  private val Closed = 1
+  private val Broken = 2
 
   private val NotANumber = 0
   private val Integral = 1
