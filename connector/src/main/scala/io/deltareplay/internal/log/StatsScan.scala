@@ -15,7 +15,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * string value it reads, a byte outside ASCII in a string, an integer of more than 18 digits, the
  * non-numeric numbers and single quotes the reader allows, a key that differs from one it reads
  * only in case, nesting deeper than [[StatsScan.MaxDepth]]. Those are rare in statistics, which
- * writers emit as plain JSON; what they save is Jackson's parser per document and its name
+ * writers emit as plain JSON; what the scan saves is Jackson's parser per document and its name
  * canonicalisation while skipping (most of a filtered first read's task on a checkpoint without
  * typed statistics: benchmarks/results/2026-12-05-stats-scan.notes.md).
  *

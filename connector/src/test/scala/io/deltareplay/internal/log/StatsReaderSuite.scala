@@ -6,7 +6,7 @@ import scala.util.Random
 
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.{CatalystTypeConverters, InternalRow}
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JsonToStructs, Literal}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JsonToStructs}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
@@ -24,7 +24,12 @@ class StatsReaderSuite extends AnyFunSuite {
   private val jackson = new StatsReader(Paths, "UTC", scan = false)
   private val tree = StatsNode.tree(Paths)
   private val oracle =
-    JsonToStructs(OracleSchema, Map.empty, Literal(null, StringType), Some("UTC"))
+    JsonToStructs(
+      OracleSchema,
+      Map.empty,
+      BoundReference(0, StringType, nullable = true),
+      Some("UTC")
+    )
 
   /** The reader's answer: whether it is sure, and the row (Scala values). */
   private def answer(reader: StatsReader, doc: String): (Boolean, Seq[Any]) = {
@@ -44,7 +49,7 @@ class StatsReaderSuite extends AnyFunSuite {
 
   /** `from_json`'s values at the paths (all null for a document it cannot read). */
   private def fromJson(doc: String): Seq[Any] = {
-    val v = oracle.withNewChildren(Seq(Literal(doc))).eval(InternalRow.empty)
+    val v = oracle.eval(InternalRow(UTF8String.fromString(doc)))
     val row = CatalystTypeConverters.convertToScala(v, OracleSchema).asInstanceOf[Row]
     Paths.map { case (names, _) =>
       names.foldLeft(row: Any) {
@@ -143,12 +148,14 @@ object StatsReaderSuite {
     " \t\r\n{ \"numRecords\" : 4 , \"minValues\" : { \"id\" : -0 } }\n ",
     """{"numRecords":1,"minValues":{"x":-0.0,"n":2147483647},"maxValues":{"id":-9223372036854775807}}""",
     """{"numRecords":1,"minValues":{"x":12,"n":2147483648,"id":1.0}}""",
-    """{"numRecords":1,"minValues":{"x":1e308,"s":"tab\u0009 no","b":false}}""",
-    """{"numRecords":1,"minValues":{"x":1E-5,"s":"\\u00e9 escaped"}}""",
-    """{"numRecords":1,"minValues":{"x":2.5e+3,"s":"\\"q\\""}}""",
+    // a raw tab in a string (a control character: no JSON), then an escaped one
+    "{\"numRecords\":1,\"minValues\":{\"x\":1e308,\"s\":\"tab\t no\",\"b\":false}}",
+    "{\"numRecords\":1,\"minValues\":{\"x\":1e308,\"s\":\"tab\\u0009 no\",\"b\":false}}",
+    "{\"numRecords\":1,\"minValues\":{\"x\":1E-5,\"s\":\"\\u00e9 escaped\"}}",
+    "{\"numRecords\":1,\"minValues\":{\"x\":2.5e+3,\"s\":\"\\\"q\\\"\"}}",
     """{"numRecords":1,"minValues":{"s":"héllo"}}""",
     """{"numRecords":1,"minValues":{"s":"ok"},"extra":"héllo"}""",
-    """{"numRecords":1,"extra":"a\\/b\\n\\u0041","other":[1,-2.5e3,true,false,null,{"k":[]}]}""",
+    "{\"numRecords\":1,\"extra\":\"a\\/b\\n\\u0041\",\"other\":[1,-2.5e3,true,false,null,{\"k\":[]}]}",
     """{"numRecords":1,"minValues":{"id":1,"other":{"k":[{"j":{}}]}},"tightBounds":true}""",
     """{"numRecords":1,"numRecords":2,"minValues":{"id":1},"minValues":{"n":2}}""",
     """{"numRecords":"12","minValues":{"id":"x","n":true,"x":"1.5","s":3,"b":"true"}}""",
@@ -173,13 +180,13 @@ object StatsReaderSuite {
     """{"numRecords":5} trailing""",
     """{"numRecords":5}}""",
     """{"numRecords":5""",
-    """{"numRecords":"a\\x"}""",
-    """{"numRecords":1,"extra":"a\\u12G4"}""",
+    "{\"numRecords\":\"a\\x\"}",
+    "{\"numRecords\":1,\"extra\":\"a\\u12G4\"}",
     "{\"numRecords\":1,\"extra\":\"ctl\u0001\"}",
     "\uFEFF{\"numRecords\":1}",
     " {\"numRecords\":1}".flatMap(c => s"$c\u0000"),
     """{"numRecords":1 /* c */}""",
-    """{"num\\u0052ecords":1}""",
+    "{\"num\\u0052ecords\":1}",
     """[{"numRecords":4}]""",
     "{}",
     "",
