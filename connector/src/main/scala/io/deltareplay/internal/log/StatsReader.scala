@@ -3,7 +3,6 @@ package io.deltareplay.internal.log
 import java.nio.charset.StandardCharsets
 
 import scala.collection.mutable
-
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.core.{JsonFactory, JsonParser, JsonToken}
