@@ -73,6 +73,26 @@ def generate_parquet(sf: float, out: Path) -> float:
     return time.monotonic() - started
 
 
+def _progress(text: str) -> None:
+    """A progress line of the table generation (minutes at SF 10: one line per step)."""
+    print(f"[tpch] tables: {text}", flush=True)
+
+
+class _Step:
+    """``with _Step("lineitem append 1 of 4"):`` prints the step's line with its seconds."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.started = 0.0
+
+    def __enter__(self) -> None:
+        self.started = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            _progress(f"{self.what}: {time.monotonic() - self.started:.1f} s")
+
+
 def _create(spark: SparkSession, path: str, schema: Any, partition: str | None = None) -> None:
     """An empty Delta table at ``path`` with deletion vectors and a checkpoint every 5 commits
     (``o_orderyear``, when ``partition`` is it, generated from ``o_orderdate``)."""
@@ -95,45 +115,50 @@ def _lineitem(spark: SparkSession, source: Path, path: str, sf: float) -> None:
     _create(spark, path, df.schema)
     per_load = max(2, round(LINEITEM_FILES_AT_SF1 * sf / (len(LOADS) + 1)))
     bounds = [None, *LOADS, None]
-    for low, high in zip(bounds, bounds[1:], strict=False):
+    loads = list(zip(bounds, bounds[1:], strict=False))
+    for i, (low, high) in enumerate(loads, 1):
         part = df
         if low:
             part = part.where(f"l_shipdate >= date '{low}'")
         if high:
             part = part.where(f"l_shipdate < date '{high}'")
-        part.repartitionByRange(per_load, "l_shipdate").write.format("delta").mode("append").save(
-            path
-        )
+        with _Step(f"lineitem append {i} of {len(loads)} ({per_load} files)"):
+            part.repartitionByRange(per_load, "l_shipdate").write.format("delta").mode(
+                "append"
+            ).save(path)
     table = f"delta.`{path}`"
-    spark.sql(f"DELETE FROM {table} WHERE l_orderkey {DELETED_ORDERS}")
-    spark.sql(
-        f"UPDATE {table} SET l_comment = 'bench tpch: updated' "
-        "WHERE l_shipdate = date '1995-06-17' AND l_linenumber = 1"
-    )
-    spark.sql(
-        f"UPDATE {table} SET l_comment = 'bench tpch: updated again' "
-        "WHERE l_shipdate = date '1997-03-03' AND l_linenumber = 2"
-    )
+    with _Step("lineitem DELETE and two UPDATEs (deletion vectors)"):
+        spark.sql(f"DELETE FROM {table} WHERE l_orderkey {DELETED_ORDERS}")
+        spark.sql(
+            f"UPDATE {table} SET l_comment = 'bench tpch: updated' "
+            "WHERE l_shipdate = date '1995-06-17' AND l_linenumber = 1"
+        )
+        spark.sql(
+            f"UPDATE {table} SET l_comment = 'bench tpch: updated again' "
+            "WHERE l_shipdate = date '1997-03-03' AND l_linenumber = 2"
+        )
 
 
 def _orders(spark: SparkSession, source: Path, path: str) -> None:
     df = spark.read.parquet(str(source / "orders.parquet"))
     _create(spark, path, df.schema, partition="o_orderyear")
     with_year = df.selectExpr("*", "year(o_orderdate) AS o_orderyear")
-    for where in ("o_orderdate < date '1995-07-01'", "o_orderdate >= date '1995-07-01'"):
-        part = with_year.where(where).repartition("o_orderyear")
-        part.write.format("delta").mode("append").save(path)
+    with _Step("orders: two appends, partitioned by o_orderyear"):
+        for where in ("o_orderdate < date '1995-07-01'", "o_orderdate >= date '1995-07-01'"):
+            part = with_year.where(where).repartition("o_orderyear")
+            part.write.format("delta").mode("append").save(path)
     table = f"delta.`{path}`"
-    spark.sql(f"DELETE FROM {table} WHERE o_orderkey {DELETED_ORDERS}")
-    for day, extra in (
-        ("1996-01-02", ""),
-        ("1993-05-05", ""),
-        ("1997-09-09", " AND o_orderpriority = '1-URGENT'"),
-    ):
-        spark.sql(
-            f"UPDATE {table} SET o_comment = 'bench tpch: updated' "
-            f"WHERE o_orderdate = date '{day}'{extra}"
-        )
+    with _Step("orders DELETE and three UPDATEs (deletion vectors)"):
+        spark.sql(f"DELETE FROM {table} WHERE o_orderkey {DELETED_ORDERS}")
+        for day, extra in (
+            ("1996-01-02", ""),
+            ("1993-05-05", ""),
+            ("1997-09-09", " AND o_orderpriority = '1-URGENT'"),
+        ):
+            spark.sql(
+                f"UPDATE {table} SET o_comment = 'bench tpch: updated' "
+                f"WHERE o_orderdate = date '{day}'{extra}"
+            )
 
 
 def log_facts(path: Path) -> dict[str, Any]:
@@ -168,7 +193,9 @@ def write_tables(spark: SparkSession, sf: float, root: Path) -> dict[str, Any]:
     the connector off, for delta-spark does every write); returns the manifest."""
     started = time.monotonic()
     source = root / "parquet"
+    _progress(f"SF {sf_label(sf)}: tpchgen-cli writes Parquet into {source}")
     generation_s = generate_parquet(sf, source)
+    _progress(f"tpchgen-cli: {generation_s:.1f} s; then the eight Delta tables (delta-spark)")
     delta = root / "delta"
     key = "spark.deltareplay.enabled"
     saved = spark.conf.get(key, None)
@@ -181,7 +208,9 @@ def write_tables(spark: SparkSession, sf: float, root: Path) -> dict[str, Any]:
             elif name == "orders":
                 _orders(spark, source, path)
             else:
-                spark.read.parquet(str(source / f"{name}.parquet")).write.format("delta").save(path)
+                with _Step(name):
+                    source_table = spark.read.parquet(str(source / f"{name}.parquet"))
+                    source_table.write.format("delta").save(path)
     finally:
         if saved is None:
             spark.conf.unset(key)

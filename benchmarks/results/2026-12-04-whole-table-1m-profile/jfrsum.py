@@ -4,6 +4,23 @@ import sys
 
 text = open(sys.argv[1]).read()
 events = text.split("jdk.ExecutionSample {")[1:]
+# --window START END (epoch seconds, run.py's "window"): only the samples taken in it
+if "--window" in sys.argv:
+    import datetime
+
+    i = sys.argv.index("--window")
+    lo, hi = float(sys.argv[i + 1]), float(sys.argv[i + 2])
+    del sys.argv[i : i + 3]
+
+    def _at(ev):
+        # jfr prints the time of day (UTC on this machine); the day is the window's
+        h, mi, sec = re.search(r"startTime = (\d+):(\d+):([\d.]+)", ev).groups()
+        day = datetime.datetime.fromtimestamp(lo, datetime.timezone.utc).replace(
+            hour=0, minute=0, second=0, microsecond=0
+        )
+        return day.timestamp() + int(h) * 3600 + int(mi) * 60 + float(sec)
+
+    events = [ev for ev in events if lo <= _at(ev) <= hi]
 by_thread = collections.Counter()
 top = collections.defaultdict(collections.Counter)
 incl = collections.defaultdict(collections.Counter)

@@ -271,5 +271,7 @@ if "--probe" in args:
     except Exception as e:  # noqa: BLE001
         res["probe_metrics_error"] = str(e)[:300]
 res["total_s"] = time.time() - T0
+# the query's window in epoch seconds (to cut a JFR recording to it: jfrsum.py --window)
+res["window"] = [q0, q1]
 print("RESULT " + json.dumps(res), flush=True)
 spark.stop()
