@@ -69,9 +69,10 @@ def test_a_failed_build_step_fails_the_build_even_when_called_with_or() -> None:
 
 
 def test_python_side_waits_for_the_jars_and_the_venv(tmp_path: Path) -> None:
-    # ./dev test's Python side starts once the sbt JVM has published 4.2's jar and the venv is
-    # made, and adds the other lines' jars when they are published (jars-copied); it gives up,
-    # saying so, when the Scala side stopped first or the bootstrap failed
+    # ./dev test's Python side lints once the venv is made, runs the suites once the sbt JVM has
+    # published 4.2's jar too, and adds the other lines' jars when they are published
+    # (jars-copied); it gives up, saying so, when the bootstrap failed or the Scala side stopped
+    # first
     stubs = (
         "py=python3\nother_lines=(4.0 4.1)\n"
         'copy_jars() { echo copied "$@"; }\nadd_jars() { echo added "$@" >"$hand/added"; }\n'
@@ -80,26 +81,30 @@ def test_python_side_waits_for_the_jars_and_the_venv(tmp_path: Path) -> None:
     script = f"set -euo pipefail\n{stubs}{_function('await_file')}\n{_function('python_side')}\n"
     hand, times = tmp_path / "hand", tmp_path / "times"
     hand.mkdir()
-    (hand / "scala-done").touch()
-    out = _bash(f"{script}python_side {hand} {times} || echo rc=$?")
-    assert "stopped before it published a jar" in out.stdout and "rc=1" in out.stdout, out
-    assert "lint" not in out.stdout
-    (hand / "scala-done").unlink()
-    (hand / "jar-4.2").touch()
     (hand / "venv-failed").touch()
     out = _bash(f"{script}python_side {hand} {times} || echo rc=$?")
     assert "bootstrap failed" in out.stdout and "rc=1" in out.stdout, out
+    assert "lint" not in out.stdout
     (hand / "venv-failed").unlink()
     (hand / "venv").touch()
+    (hand / "scala-done").touch()
+    out = _bash(f"{script}python_side {hand} {times} || echo rc=$?")
+    assert "stopped before it published a jar" in out.stdout and "rc=1" in out.stdout, out
+    assert "\nlint\n" in out.stdout and "tests" not in out.stdout, out  # linted while waiting
+    (hand / "scala-done").unlink()
+    times.unlink()
+    (hand / "jar-4.2").touch()
     (hand / "jars").touch()
     out = _bash(f"{script}python_side {hand} {times}; wait")
     assert out.returncode == 0, out
-    assert out.stdout.split("\n")[:1] == ["copied 4.2"] and f"tests {hand}" in out.stdout, out
+    lines = out.stdout.split("\n")
+    assert lines[:3] == ["[dev] == python lint", "lint", "copied 4.2"], out
+    assert f"tests {hand}" in out.stdout, out
     assert (hand / "added").read_text().split() == ["added", "4.0", "4.1"]
     assert (hand / "jars-copied").exists() and not (hand / "jars-failed").exists()
     assert [x.split()[:2] for x in times.read_text().splitlines()] == [
-        ["python", "waited"],
         ["python", "lint"],
+        ["python", "waited"],
         ["python", "suites"],
     ]
     # the Scala side stopped after 4.2's jar (a format check failed): the others never come
