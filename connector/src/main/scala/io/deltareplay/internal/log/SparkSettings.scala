@@ -39,7 +39,8 @@ private[deltareplay] final case class SparkSettings(
     shufflePartitions: Int,
     caseSensitive: Boolean,
     dropNullColumns: Boolean,
-    checkSchemaOnRead: Boolean
+    checkSchemaOnRead: Boolean,
+    fileCompressionFactor: Double
 )(val sql: SQLConf) {
 
   /**
@@ -68,7 +69,8 @@ private[deltareplay] object SparkSettings {
       shufflePartitions = conf.numShufflePartitions,
       caseSensitive = conf.caseSensitiveAnalysis,
       dropNullColumns = delta.dropNullColumns,
-      checkSchemaOnRead = delta.checkSchemaOnRead
+      checkSchemaOnRead = delta.checkSchemaOnRead,
+      fileCompressionFactor = conf.fileCompressionFactor
     )(conf.clone())
   }
 }
