@@ -28,6 +28,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,19 +80,12 @@ def _progress(text: str) -> None:
     print(f"[tpch] tables: {text}", flush=True)
 
 
-class _Step:
-    """``with _Step("lineitem append 1 of 4"):`` prints the step's line with its seconds."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.started = 0.0
-
-    def __enter__(self) -> None:
-        self.started = time.monotonic()
-
-    def __exit__(self, *exc: object) -> None:
-        if exc[0] is None:
-            _progress(f"{self.what}: {time.monotonic() - self.started:.1f} s")
+@contextmanager
+def _step(what: str) -> Iterator[None]:
+    """``with _step("lineitem append 1 of 4"):`` prints the step's line with its seconds."""
+    started = time.monotonic()
+    yield
+    _progress(f"{what}: {time.monotonic() - started:.1f} s")
 
 
 def _create(spark: SparkSession, path: str, schema: Any, partition: str | None = None) -> None:
@@ -122,12 +117,12 @@ def _lineitem(spark: SparkSession, source: Path, path: str, sf: float) -> None:
             part = part.where(f"l_shipdate >= date '{low}'")
         if high:
             part = part.where(f"l_shipdate < date '{high}'")
-        with _Step(f"lineitem append {i} of {len(loads)} ({per_load} files)"):
+        with _step(f"lineitem append {i} of {len(loads)} ({per_load} files)"):
             part.repartitionByRange(per_load, "l_shipdate").write.format("delta").mode(
                 "append"
             ).save(path)
     table = f"delta.`{path}`"
-    with _Step("lineitem DELETE and two UPDATEs (deletion vectors)"):
+    with _step("lineitem DELETE and two UPDATEs (deletion vectors)"):
         spark.sql(f"DELETE FROM {table} WHERE l_orderkey {DELETED_ORDERS}")
         spark.sql(
             f"UPDATE {table} SET l_comment = 'bench tpch: updated' "
@@ -143,12 +138,12 @@ def _orders(spark: SparkSession, source: Path, path: str) -> None:
     df = spark.read.parquet(str(source / "orders.parquet"))
     _create(spark, path, df.schema, partition="o_orderyear")
     with_year = df.selectExpr("*", "year(o_orderdate) AS o_orderyear")
-    with _Step("orders: two appends, partitioned by o_orderyear"):
+    with _step("orders: two appends, partitioned by o_orderyear"):
         for where in ("o_orderdate < date '1995-07-01'", "o_orderdate >= date '1995-07-01'"):
             part = with_year.where(where).repartition("o_orderyear")
             part.write.format("delta").mode("append").save(path)
     table = f"delta.`{path}`"
-    with _Step("orders DELETE and three UPDATEs (deletion vectors)"):
+    with _step("orders DELETE and three UPDATEs (deletion vectors)"):
         spark.sql(f"DELETE FROM {table} WHERE o_orderkey {DELETED_ORDERS}")
         for day, extra in (
             ("1996-01-02", ""),
@@ -208,7 +203,7 @@ def write_tables(spark: SparkSession, sf: float, root: Path) -> dict[str, Any]:
             elif name == "orders":
                 _orders(spark, source, path)
             else:
-                with _Step(name):
+                with _step(name):
                     source_table = spark.read.parquet(str(source / f"{name}.parquet"))
                     source_table.write.format("delta").save(path)
     finally:

@@ -12,13 +12,16 @@ if "--window" in sys.argv:
     lo, hi = float(sys.argv[i + 1]), float(sys.argv[i + 2])
     del sys.argv[i : i + 3]
 
+    # jfr prints the time of day (UTC on this machine); the day is the window's
+    day = (
+        datetime.datetime.fromtimestamp(lo, datetime.timezone.utc)
+        .replace(hour=0, minute=0, second=0, microsecond=0)
+        .timestamp()
+    )
+
     def _at(ev):
-        # jfr prints the time of day (UTC on this machine); the day is the window's
         h, mi, sec = re.search(r"startTime = (\d+):(\d+):([\d.]+)", ev).groups()
-        day = datetime.datetime.fromtimestamp(lo, datetime.timezone.utc).replace(
-            hour=0, minute=0, second=0, microsecond=0
-        )
-        return day.timestamp() + int(h) * 3600 + int(mi) * 60 + float(sec)
+        return day + int(h) * 3600 + int(mi) * 60 + float(sec)
 
     events = [ev for ev in events if lo <= _at(ev) <= hi]
 by_thread = collections.Counter()

@@ -483,8 +483,8 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       assert(mine * 2 < whole, s"ours $mine of $whole bytes of files")
       def joins(df: org.apache.spark.sql.DataFrame) =
         df.queryExecution.executedPlan.collect {
-          case j: org.apache.spark.sql.execution.joins.BroadcastHashJoinExec => "broadcast"
-          case j: org.apache.spark.sql.execution.joins.SortMergeJoinExec => "sort-merge"
+          case _: org.apache.spark.sql.execution.joins.BroadcastHashJoinExec => "broadcast"
+          case _: org.apache.spark.sql.execution.joins.SortMergeJoinExec => "sort-merge"
         }
       // a threshold between the narrow read's size and the files' size: V1 broadcasts the dim
       withConf(
@@ -500,5 +500,4 @@ class BatchReadSuite extends AnyFunSuite with DeltaOracle {
       }
     }
   }
-
 }

@@ -17,6 +17,8 @@ import org.apache.spark.sql.internal.SQLConf
  *     `openCostInBytes`, `minPartitions`: `spark.sql.files.minPartitionNum`, else the leaf-node
  *     parallelism of the session at the load), see [[maxSplitBytes]];
  *   - the width of the replay's dedup shuffle when the read sets none (`shufflePartitions`);
+ *   - the size a batch scan reports to Spark, scaled as V1's relation scales its files' size
+ *     (`fileCompressionFactor`, see `DeltaReplayScan.readSize`);
  *   - the columns delta-spark's relation shows (`dropNullColumns`: delta's
  *     `createDataFrame.dropNullColumns`; `caseSensitive`: Spark's analysis) and whether a query
  *     analysed at one version may read a newer one after checking its schema (`checkSchemaOnRead`:
